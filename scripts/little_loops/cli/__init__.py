@@ -1,0 +1,3 @@
+"""ll-loop command line."""
+
+from __future__ import annotations

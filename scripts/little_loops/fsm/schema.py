@@ -1,0 +1,277 @@
+"""Dataclasses that describe a loop, with `from_dict`/`to_dict` round trips.
+
+`from_dict` is deliberately forgiving (it never checks types and ignores unknown keys, as
+the reference does): checking belongs to `validation`, which runs on the raw mapping
+before these classes are built. `to_dict` writes only what differs from the defaults, so
+`compile` output and state snapshots stay short.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_MAX_ITERATIONS = 50
+DEFAULT_MIN_CONFIDENCE = 0.5
+DEFAULT_DIRECTION = "minimize"
+DEFAULT_ON_HANDOFF = "pause"
+DEFAULT_LLM_MODEL = "claude-sonnet-4-20250514"
+DEFAULT_LLM_MAX_TOKENS = 256
+DEFAULT_LLM_TIMEOUT = 30
+
+CURRENT_STATE_TOKEN = "$current"
+
+
+def _put_if_set(out: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        out[key] = value
+
+
+@dataclass
+class EvaluateConfig:
+    """How an action's result becomes a verdict."""
+
+    type: str
+    operator: str | None = None
+    target: int | float | str | None = None
+    tolerance: float | str | None = None
+    pattern: str | None = None
+    negate: bool = False
+    path: str | None = None
+    prompt: str | None = None
+    schema: dict[str, Any] | None = None
+    min_confidence: float = DEFAULT_MIN_CONFIDENCE
+    uncertain_suffix: bool = False
+    source: str | None = None
+    previous: str | None = None
+    direction: str = DEFAULT_DIRECTION
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        _put_if_set(out, "operator", self.operator)
+        _put_if_set(out, "target", self.target)
+        _put_if_set(out, "tolerance", self.tolerance)
+        _put_if_set(out, "pattern", self.pattern)
+        if self.negate:
+            out["negate"] = self.negate
+        _put_if_set(out, "path", self.path)
+        _put_if_set(out, "prompt", self.prompt)
+        _put_if_set(out, "schema", self.schema)
+        if self.min_confidence != DEFAULT_MIN_CONFIDENCE:
+            out["min_confidence"] = self.min_confidence
+        if self.uncertain_suffix:
+            out["uncertain_suffix"] = self.uncertain_suffix
+        _put_if_set(out, "source", self.source)
+        _put_if_set(out, "previous", self.previous)
+        if self.direction != DEFAULT_DIRECTION:
+            out["direction"] = self.direction
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvaluateConfig:
+        return cls(
+            type=data["type"],
+            operator=data.get("operator"),
+            target=data.get("target"),
+            tolerance=data.get("tolerance"),
+            pattern=data.get("pattern"),
+            negate=data.get("negate", False),
+            path=data.get("path"),
+            prompt=data.get("prompt"),
+            schema=data.get("schema"),
+            min_confidence=data.get("min_confidence", DEFAULT_MIN_CONFIDENCE),
+            uncertain_suffix=data.get("uncertain_suffix", False),
+            source=data.get("source"),
+            previous=data.get("previous"),
+            direction=data.get("direction", DEFAULT_DIRECTION),
+        )
+
+
+@dataclass
+class RouteConfig:
+    """A state's full routing table: verdict -> target, plus `_` and `_error`."""
+
+    routes: dict[str, str] = field(default_factory=dict)
+    default: str | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = dict(self.routes)
+        _put_if_set(out, "_", self.default)
+        _put_if_set(out, "_error", self.error)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RouteConfig:
+        routes = {key: value for key, value in data.items() if not str(key).startswith("_")}
+        return cls(routes=routes, default=data.get("_"), error=data.get("_error"))
+
+
+@dataclass
+class StateConfig:
+    """One state of a loop."""
+
+    action: str | None = None
+    evaluate: EvaluateConfig | None = None
+    route: RouteConfig | None = None
+    on_success: str | None = None
+    on_failure: str | None = None
+    on_error: str | None = None
+    next: str | None = None
+    terminal: bool = False
+    capture: str | None = None
+    timeout: int | None = None
+    on_maintain: str | None = None
+    # Addition: force how the action runs ("shell" or "slash_command") instead of guessing.
+    action_type: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        _put_if_set(out, "action", self.action)
+        if self.evaluate is not None:
+            out["evaluate"] = self.evaluate.to_dict()
+        if self.route is not None:
+            out["route"] = self.route.to_dict()
+        _put_if_set(out, "on_success", self.on_success)
+        _put_if_set(out, "on_failure", self.on_failure)
+        _put_if_set(out, "on_error", self.on_error)
+        _put_if_set(out, "next", self.next)
+        if self.terminal:
+            out["terminal"] = self.terminal
+        _put_if_set(out, "capture", self.capture)
+        _put_if_set(out, "timeout", self.timeout)
+        _put_if_set(out, "on_maintain", self.on_maintain)
+        _put_if_set(out, "action_type", self.action_type)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StateConfig:
+        evaluate = EvaluateConfig.from_dict(data["evaluate"]) if "evaluate" in data else None
+        route = RouteConfig.from_dict(data["route"]) if "route" in data else None
+        return cls(
+            action=data.get("action"),
+            evaluate=evaluate,
+            route=route,
+            on_success=data.get("on_success"),
+            on_failure=data.get("on_failure"),
+            on_error=data.get("on_error"),
+            next=data.get("next"),
+            terminal=data.get("terminal", False),
+            capture=data.get("capture"),
+            timeout=data.get("timeout"),
+            on_maintain=data.get("on_maintain"),
+            action_type=data.get("action_type"),
+        )
+
+    def get_referenced_states(self) -> set[str]:
+        """Every target this state names, verbatim (`$current` and templates included)."""
+        names = [self.on_success, self.on_failure, self.on_error, self.next, self.on_maintain]
+        if self.route is not None:
+            names.extend(self.route.routes.values())
+            names.extend([self.route.default, self.route.error])
+        return {name for name in names if name is not None}
+
+
+@dataclass
+class LLMConfig:
+    """Settings for LLM evaluation, shared by default and explicit `llm_structured`."""
+
+    enabled: bool = True
+    model: str = DEFAULT_LLM_MODEL
+    max_tokens: int = DEFAULT_LLM_MAX_TOKENS
+    timeout: int = DEFAULT_LLM_TIMEOUT
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.enabled is not True:
+            out["enabled"] = self.enabled
+        if self.model != DEFAULT_LLM_MODEL:
+            out["model"] = self.model
+        if self.max_tokens != DEFAULT_LLM_MAX_TOKENS:
+            out["max_tokens"] = self.max_tokens
+        if self.timeout != DEFAULT_LLM_TIMEOUT:
+            out["timeout"] = self.timeout
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LLMConfig:
+        return cls(
+            enabled=data.get("enabled", True),
+            model=data.get("model", DEFAULT_LLM_MODEL),
+            max_tokens=data.get("max_tokens", DEFAULT_LLM_MAX_TOKENS),
+            timeout=data.get("timeout", DEFAULT_LLM_TIMEOUT),
+        )
+
+
+@dataclass
+class FSMLoop:
+    """A whole loop: its states, where it starts and its limits."""
+
+    name: str
+    initial: str
+    states: dict[str, StateConfig]
+    paradigm: str | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+    scope: list[str] = field(default_factory=list)
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+    backoff: float | None = None
+    timeout: int | None = None
+    maintain: bool = False
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    on_handoff: str = DEFAULT_ON_HANDOFF
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "initial": self.initial,
+            "states": {name: state.to_dict() for name, state in self.states.items()},
+        }
+        _put_if_set(out, "paradigm", self.paradigm)
+        if self.context:
+            out["context"] = self.context
+        if self.scope:
+            out["scope"] = self.scope
+        if self.max_iterations != DEFAULT_MAX_ITERATIONS:
+            out["max_iterations"] = self.max_iterations
+        _put_if_set(out, "backoff", self.backoff)
+        _put_if_set(out, "timeout", self.timeout)
+        if self.maintain:
+            out["maintain"] = self.maintain
+        if self.on_handoff != DEFAULT_ON_HANDOFF:
+            out["on_handoff"] = self.on_handoff
+        llm = self.llm.to_dict()
+        if llm:
+            out["llm"] = llm
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FSMLoop:
+        states = {
+            name: StateConfig.from_dict(state) for name, state in data.get("states", {}).items()
+        }
+        return cls(
+            name=data["name"],
+            initial=data["initial"],
+            states=states,
+            paradigm=data.get("paradigm"),
+            context=data.get("context", {}),
+            scope=data.get("scope", []),
+            max_iterations=data.get("max_iterations", DEFAULT_MAX_ITERATIONS),
+            backoff=data.get("backoff"),
+            timeout=data.get("timeout"),
+            maintain=data.get("maintain", False),
+            llm=LLMConfig.from_dict(data["llm"]) if "llm" in data else LLMConfig(),
+            on_handoff=data.get("on_handoff", DEFAULT_ON_HANDOFF),
+        )
+
+    def get_all_state_names(self) -> set[str]:
+        return set(self.states)
+
+    def get_terminal_states(self) -> set[str]:
+        return {name for name, state in self.states.items() if state.terminal}
+
+    def get_all_referenced_states(self) -> set[str]:
+        referenced = {self.initial}
+        for state in self.states.values():
+            referenced |= state.get_referenced_states()
+        return referenced
