@@ -43,6 +43,10 @@ def parse_yaml(text: str, source: str | Path = "<string>") -> Any:
         return yaml.load(text, Loader=LoopYamlLoader)  # LoopYamlLoader derives from SafeLoader
     except yaml.YAMLError as exc:
         raise LoopSyntaxError.from_yaml_error(str(source), exc) from None
+    except RecursionError:
+        raise LoopSyntaxError(str(source), "YAML is nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer longer than Python's digit limit
+        raise LoopSyntaxError(str(source), f"YAML value cannot be read: {exc}") from None
 
 
 def dump_yaml(data: Any) -> str:
