@@ -1,0 +1,356 @@
+"""Turn an action's result (output, exit code) into a verdict plus details.
+
+This module owns the Tier-1 evaluators (exit code, numbers, JSON, text, convergence), the
+`evaluate` dispatcher that reads an `EvaluateConfig`, and the entry point of the Tier-2
+LLM evaluator (whose request/answer handling lives in `llm_evaluator`). It never chooses
+the next state. Expected failures are verdicts (`error`, with `details["error"]`), never
+exceptions, so one bad evaluation cannot crash a loop.
+
+The optional Anthropic SDK is held in the module attribute `anthropic` (None when it is
+not installed; imported on first use) and `ANTHROPIC_AVAILABLE`; the LLM evaluator reads
+both at call time, so tests substitute them here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import operator as _op
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from little_loops.fsm.interpolation import (
+    InterpolationContext,
+    InterpolationError,
+    interpolate,
+    resolve_template,
+)
+from little_loops.fsm.llm_evaluator import DEFAULT_LLM_PROMPT, DEFAULT_LLM_SCHEMA, ask_model
+from little_loops.fsm.schema import (
+    DEFAULT_LLM_MAX_TOKENS,
+    DEFAULT_LLM_MODEL,
+    DEFAULT_LLM_TIMEOUT,
+    DEFAULT_MIN_CONFIDENCE,
+    EvaluateConfig,
+    LLMConfig,
+)
+
+__all__ = [
+    "ANTHROPIC_AVAILABLE",
+    "DEFAULT_LLM_PROMPT",
+    "DEFAULT_LLM_SCHEMA",
+    "EvaluationResult",
+    "evaluate",
+    "evaluate_convergence",
+    "evaluate_exit_code",
+    "evaluate_llm_structured",
+    "evaluate_output_contains",
+    "evaluate_output_json",
+    "evaluate_output_numeric",
+]
+
+
+def _import_sdk() -> Any:
+    try:
+        return importlib.import_module("anthropic")
+    except ImportError:
+        return None
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: `anthropic` is imported on first use, not at import time, because the SDK
+    # takes over a second to import and most loops never ask a model.
+    if name == "anthropic":
+        sdk = _import_sdk()
+        globals()["anthropic"] = sdk
+        return sdk
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _current_sdk() -> Any:
+    """The SDK as the `anthropic` attribute holds it now (tests may have replaced it)."""
+    return sys.modules[__name__].anthropic
+
+
+ANTHROPIC_AVAILABLE: bool = importlib.util.find_spec("anthropic") is not None
+
+LLM_DISABLED_MESSAGE = "LLM evaluation disabled (llm.enabled: false or --no-llm)"
+
+OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+    "eq": _op.eq,
+    "ne": _op.ne,
+    "lt": _op.lt,
+    "le": _op.le,
+    "gt": _op.gt,
+    "ge": _op.ge,
+}
+_EQUALITY_OPERATORS = ("eq", "ne")
+# What converting a setting to a number can raise (unresolvable, not numeric, wrong type).
+_NUMBER_ERRORS = (InterpolationError, ValueError, TypeError)
+
+
+@dataclass
+class EvaluationResult:
+    """A verdict (`success`, `failure`, `error`, `target`, ...) and what led to it."""
+
+    verdict: str
+    details: dict[str, Any]
+
+
+def _error(message: str) -> EvaluationResult:
+    return EvaluationResult("error", {"error": message})
+
+
+def _passed(condition: bool) -> str:
+    return "success" if condition else "failure"
+
+
+# --- Tier 1 -------------------------------------------------------------------------
+
+
+def evaluate_exit_code(exit_code: int) -> EvaluationResult:
+    """0 is success, 1 is failure, anything else (timeouts, signals) is error."""
+    verdicts = {0: "success", 1: "failure"}
+    return EvaluationResult(verdicts.get(exit_code, "error"), {"exit_code": exit_code})
+
+
+def evaluate_output_numeric(output: str, operator: str, target: float) -> EvaluationResult:
+    """Compare the output, read as one number, with `target`."""
+    try:
+        value = float(output.strip())
+    except ValueError:
+        return _error(f"Cannot parse as number: {output[:100]}")
+    compare = OPERATORS.get(operator)
+    if compare is None:
+        return _error(f"Unknown operator: {operator}")
+    details = {"value": value, "target": target, "operator": operator}
+    return EvaluationResult(_passed(compare(value, target)), details)
+
+
+def evaluate_output_json(output: str, path: str, operator: str, target: Any) -> EvaluationResult:
+    """Compare the value at a dotted `path` of the JSON output with `target`."""
+    try:
+        document = json.loads(output)
+    except json.JSONDecodeError as exc:
+        return _error(f"Invalid JSON: {exc}")
+    found, value = _json_path_value(document, path)
+    if not found:
+        return _error(f"Path not found: {path}")
+    if _is_number(value) and _is_number(target):
+        compare = OPERATORS.get(operator)
+        if compare is None:
+            return _error(f"Unknown operator: {operator}")
+    elif operator in _EQUALITY_OPERATORS:
+        compare = OPERATORS[operator]
+    else:
+        return _error(f"Operator {operator} not supported for non-numeric values")
+    details = {"value": value, "path": path, "target": target, "operator": operator}
+    return EvaluationResult(_passed(compare(value, target)), details)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float)  # booleans count, as in the reference
+
+
+def _json_path_value(document: Any, path: str) -> tuple[bool, Any]:
+    """(found, value) for `.a.b.0`: dict keys, and digit segments as list indexes."""
+    current = document
+    for segment in path.removeprefix(".").split("."):
+        if isinstance(current, dict) and segment in current:
+            current = current[segment]
+        elif isinstance(current, list) and _is_index(segment, current):
+            current = current[int(segment)]
+        else:
+            return False, None
+    return True, current
+
+
+def _is_index(segment: str, items: list[Any]) -> bool:
+    return segment.isascii() and segment.isdigit() and int(segment) < len(items)
+
+
+def evaluate_output_contains(output: str, pattern: str, negate: bool = False) -> EvaluationResult:
+    """Search the output for a regex (or, if it is not a valid regex, a plain substring)."""
+    try:
+        matched = re.search(pattern, output) is not None
+    except re.error:
+        matched = pattern in output
+    details = {"matched": matched, "pattern": pattern, "negate": negate}
+    return EvaluationResult(_passed(matched != negate), details)
+
+
+def evaluate_convergence(
+    current: float,
+    previous: float | None,
+    target: float,
+    tolerance: float = 0,
+    direction: str = "minimize",
+) -> EvaluationResult:
+    """`target` within tolerance; else `progress` or `stall` judged against `previous`."""
+    if abs(current - target) <= tolerance:
+        return EvaluationResult("target", {"current": current, "target": target, "delta": 0})
+    details: dict[str, Any] = {"current": current, "previous": previous, "target": target}
+    if previous is None:
+        return EvaluationResult("progress", {**details, "delta": None})
+    delta = current - previous
+    improved = delta < 0 if direction == "minimize" else delta > 0
+    details.update(delta=delta, direction=direction)
+    return EvaluationResult("progress" if improved else "stall", details)
+
+
+# --- Tier 2 -------------------------------------------------------------------------
+
+
+def evaluate_llm_structured(
+    output: str,
+    prompt: str | None = None,
+    schema: dict[str, Any] | None = None,
+    min_confidence: float = DEFAULT_MIN_CONFIDENCE,
+    uncertain_suffix: bool = False,
+    model: str = DEFAULT_LLM_MODEL,
+    max_tokens: int = DEFAULT_LLM_MAX_TOKENS,
+    timeout: int = DEFAULT_LLM_TIMEOUT,
+) -> EvaluationResult:
+    """Ask a Claude model for a verdict through a forced `evaluate` tool call."""
+    sdk = _current_sdk() if ANTHROPIC_AVAILABLE else None
+    verdict, details = ask_model(
+        sdk,
+        output,
+        prompt=prompt,
+        schema=schema,
+        min_confidence=min_confidence,
+        uncertain_suffix=uncertain_suffix,
+        model=model,
+        max_tokens=max_tokens,
+        timeout=timeout,
+    )
+    return EvaluationResult(verdict, details)
+
+
+# --- Dispatcher ---------------------------------------------------------------------
+
+
+def evaluate(
+    config: EvaluateConfig,
+    output: str,
+    exit_code: int,
+    context: InterpolationContext,
+    llm: LLMConfig | None = None,
+) -> EvaluationResult:
+    """Run the evaluator `config` describes; `llm` carries the loop's LLM settings."""
+    if config.source is not None:
+        # Decision states judge an interpolated value (often a capture) instead of stdout.
+        try:
+            output = interpolate(config.source, context)
+        except InterpolationError as exc:
+            return _error(f"Cannot resolve source: {exc}")
+    kind = config.type
+    if kind == "exit_code":
+        return evaluate_exit_code(exit_code)
+    if kind == "output_numeric":
+        return _evaluate_numeric(config, output, context)
+    if kind == "output_json":
+        return _evaluate_json(config, output, context)
+    if kind == "output_contains":
+        return _evaluate_contains(config, output, context)
+    if kind == "convergence":
+        return _evaluate_convergence(config, output, context)
+    if kind == "llm_structured":
+        return _evaluate_llm(config, output, llm)
+    return _error(f"Unknown evaluator type: {kind}")
+
+
+def _expand(template: str, context: InterpolationContext) -> str:
+    """Interpolate settings that use `${...}`; leave plain ones (and their `$`) alone."""
+    return interpolate(template, context) if "${" in template else template
+
+
+def _to_number(value: Any, context: InterpolationContext) -> float:
+    """A numeric setting: None is 0.0; a string is interpolated first."""
+    if value is None:
+        return 0.0
+    if isinstance(value, str):
+        value = interpolate(value, context)
+    return float(value)
+
+
+def _evaluate_numeric(
+    config: EvaluateConfig, output: str, context: InterpolationContext
+) -> EvaluationResult:
+    try:
+        target = _to_number(config.target, context)
+    except _NUMBER_ERRORS as exc:
+        return _error(f"Cannot resolve target: {exc}")
+    return evaluate_output_numeric(output, config.operator or "eq", target)
+
+
+def _evaluate_json(
+    config: EvaluateConfig, output: str, context: InterpolationContext
+) -> EvaluationResult:
+    try:
+        path = _expand(config.path or "", context)
+    except InterpolationError as exc:
+        return _error(f"Cannot resolve path: {exc}")
+    target = config.target
+    if isinstance(target, str) and "${" in target:
+        try:
+            # Keeps the type of a whole-variable target, so a context number stays a number.
+            target = resolve_template(target, context)
+        except InterpolationError as exc:
+            return _error(f"Cannot resolve target: {exc}")
+    return evaluate_output_json(output, path, config.operator or "eq", target)
+
+
+def _evaluate_contains(
+    config: EvaluateConfig, output: str, context: InterpolationContext
+) -> EvaluationResult:
+    try:
+        pattern = _expand(config.pattern or "", context)
+    except InterpolationError as exc:
+        return _error(f"Cannot resolve pattern: {exc}")
+    return evaluate_output_contains(output, pattern, config.negate)
+
+
+def _evaluate_convergence(
+    config: EvaluateConfig, output: str, context: InterpolationContext
+) -> EvaluationResult:
+    # Order and silent fallbacks follow the reference: previous, current, target, tolerance.
+    previous = _optional_number(config.previous, context) if config.previous else None
+    try:
+        current = float(output.strip())
+    except ValueError:
+        return _error(f"Cannot parse output as number: {output[:100]}")
+    try:
+        target = _to_number(config.target, context)
+    except _NUMBER_ERRORS as exc:
+        return _error(f"Cannot resolve target: {exc}")
+    tolerance = _optional_number(config.tolerance, context) or 0.0
+    return evaluate_convergence(current, previous, target, tolerance, config.direction)
+
+
+def _optional_number(value: Any, context: InterpolationContext) -> float | None:
+    """A number, or None when it cannot be resolved (no previous value yet, empty output)."""
+    try:
+        return _to_number(value, context)
+    except _NUMBER_ERRORS:
+        return None
+
+
+def _evaluate_llm(config: EvaluateConfig, output: str, llm: LLMConfig | None) -> EvaluationResult:
+    settings = llm if llm is not None else LLMConfig()
+    if not settings.enabled:
+        return EvaluationResult("error", {"error": LLM_DISABLED_MESSAGE, "llm_disabled": True})
+    return evaluate_llm_structured(
+        output,
+        config.prompt,
+        config.schema,
+        config.min_confidence,
+        config.uncertain_suffix,
+        model=settings.model,
+        max_tokens=settings.max_tokens,
+        timeout=settings.timeout,
+    )
