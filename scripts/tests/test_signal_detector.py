@@ -1,0 +1,134 @@
+"""Signal patterns and the detector."""
+
+from __future__ import annotations
+
+import pytest
+
+from little_loops.fsm.signal_detector import (
+    ERROR_SIGNAL,
+    HANDOFF_SIGNAL,
+    SIGNAL_PRECEDENCE,
+    STOP_SIGNAL,
+    DetectedSignal,
+    SignalDetector,
+    SignalPattern,
+)
+
+
+def test_built_in_patterns_are_spelled_as_the_reference() -> None:
+    assert (HANDOFF_SIGNAL.name, HANDOFF_SIGNAL.regex.pattern) == (
+        "handoff",
+        r"CONTEXT_HANDOFF:\s*(.+)",
+    )
+    assert (ERROR_SIGNAL.name, ERROR_SIGNAL.regex.pattern) == ("error", r"FATAL_ERROR:\s*(.+)")
+    assert (STOP_SIGNAL.name, STOP_SIGNAL.regex.pattern) == ("stop", r"LOOP_STOP:\s*(.*)")
+
+
+def test_pattern_search_returns_the_stripped_payload_and_raw_match() -> None:
+    found = HANDOFF_SIGNAL.search("work\nCONTEXT_HANDOFF:   continue with B  \nbye")
+    assert found == DetectedSignal(
+        "handoff", "continue with B", "CONTEXT_HANDOFF:   continue with B  "
+    )
+
+
+def test_markers_match_anywhere_in_a_line() -> None:
+    found = ERROR_SIGNAL.search("[12:00] FATAL_ERROR: disk full")
+    assert found == DetectedSignal("error", "disk full", "FATAL_ERROR: disk full")
+
+
+def test_marker_at_end_of_line_takes_the_next_line_as_payload() -> None:
+    found = HANDOFF_SIGNAL.search("CONTEXT_HANDOFF:\n\nnext steps here\n")
+    assert found is not None
+    assert found.payload == "next steps here"
+
+
+def test_stop_payload_may_be_empty() -> None:
+    assert STOP_SIGNAL.search("LOOP_STOP:") == DetectedSignal("stop", "", "LOOP_STOP:")
+
+
+def test_pattern_without_a_group_has_no_payload() -> None:
+    pattern = SignalPattern("done", r"^ALL DONE$")
+    assert pattern.search("x\nALL DONE\n") == DetectedSignal("done", None, "ALL DONE")
+
+
+def test_no_match_is_none() -> None:
+    assert HANDOFF_SIGNAL.search("all good") is None
+
+
+def test_none_means_the_built_in_patterns() -> None:
+    assert SignalDetector().patterns == [HANDOFF_SIGNAL, ERROR_SIGNAL, STOP_SIGNAL]
+    assert SignalDetector(None).patterns == [HANDOFF_SIGNAL, ERROR_SIGNAL, STOP_SIGNAL]
+
+
+def test_empty_list_means_no_patterns() -> None:
+    detector = SignalDetector([])
+    assert detector.patterns == []
+    output = "CONTEXT_HANDOFF: a\nFATAL_ERROR: b\nLOOP_STOP: c"
+    assert detector.detect(output) == []
+    assert detector.detect_first(output) is None
+    assert detector.detect_actionable(output) is None
+
+
+def test_detect_returns_one_signal_per_pattern_in_pattern_order() -> None:
+    output = (
+        "LOOP_STOP: s\nFATAL_ERROR: e1\nCONTEXT_HANDOFF: h1\nCONTEXT_HANDOFF: h2\nFATAL_ERROR: e2"
+    )
+    assert SignalDetector().detect(output) == [
+        DetectedSignal("handoff", "h1", "CONTEXT_HANDOFF: h1"),
+        DetectedSignal("error", "e1", "FATAL_ERROR: e1"),
+        DetectedSignal("stop", "s", "LOOP_STOP: s"),
+    ]
+
+
+def test_detect_first_follows_list_order_not_text_order() -> None:
+    output = "FATAL_ERROR: first in text\nCONTEXT_HANDOFF: later"
+    assert SignalDetector().detect_first(output) == DetectedSignal(
+        "handoff", "later", "CONTEXT_HANDOFF: later"
+    )
+
+
+def test_custom_patterns_replace_the_defaults() -> None:
+    detector = SignalDetector([SignalPattern("custom", r"CUSTOM:\s*(.+)")])
+    assert detector.detect_first("CONTEXT_HANDOFF: test") is None
+    assert detector.detect_first("CUSTOM: value") == DetectedSignal(
+        "custom", "value", "CUSTOM: value"
+    )
+
+
+def test_actionable_prefers_fatal_error_over_handoff() -> None:
+    output = "CONTEXT_HANDOFF: go on\nFATAL_ERROR: broken"
+    assert SignalDetector().detect_actionable(output) == DetectedSignal(
+        "error", "broken", "FATAL_ERROR: broken"
+    )
+
+
+def test_actionable_prefers_handoff_over_stop_and_keeps_the_first_handoff() -> None:
+    output = "LOOP_STOP: enough\nCONTEXT_HANDOFF: one\nCONTEXT_HANDOFF: two"
+    assert SignalDetector().detect_actionable(output) == DetectedSignal(
+        "handoff", "one", "CONTEXT_HANDOFF: one"
+    )
+
+
+def test_actionable_stop_alone() -> None:
+    assert SignalDetector().detect_actionable("LOOP_STOP: target met") == DetectedSignal(
+        "stop", "target met", "LOOP_STOP: target met"
+    )
+
+
+@pytest.mark.parametrize("output", ["nothing here", "CUSTOM: ignored by the executor"])
+def test_actionable_ignores_unknown_types_and_plain_output(output: str) -> None:
+    detector = SignalDetector([SignalPattern("custom", r"CUSTOM:\s*(.+)"), HANDOFF_SIGNAL])
+    assert detector.detect_actionable(output) is None
+
+
+def test_actionable_uses_the_first_pattern_of_a_type() -> None:
+    early = SignalPattern("handoff", r"HANDOFF_A:\s*(.+)")
+    late = SignalPattern("handoff", r"HANDOFF_B:\s*(.+)")
+    detector = SignalDetector([early, late])
+    assert detector.detect_actionable("HANDOFF_B: b\nHANDOFF_A: a") == DetectedSignal(
+        "handoff", "a", "HANDOFF_A: a"
+    )
+
+
+def test_precedence_order() -> None:
+    assert SIGNAL_PRECEDENCE == ("error", "handoff", "stop")
