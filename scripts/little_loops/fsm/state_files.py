@@ -1,0 +1,422 @@
+"""The run-state and event files of one loop, and the checks that read them back.
+
+This module owns the on-disk format under `<loops_dir>/.running/`: the `LoopState` record
+(`<name>.state.json`, written atomically, carrying a version number) and the events log
+(`<name>.events.jsonl`, one whole JSON line per write). It knows nothing about executors;
+`persistence` builds on it. Everything here is re-exported by `little_loops.fsm.persistence`,
+which is the public import path.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from little_loops.fsm.errors import StateFileError
+
+RUNNING_DIR = ".running"
+STATE_VERSION = 1
+PHASE_ENTERED = "entered"
+PHASE_ROUTED = "routed"
+
+_STATE_SUFFIX = ".state.json"
+_EVENTS_SUFFIX = ".events.jsonl"
+_TAIL_BLOCK_BYTES = 64 * 1024
+# Deeper than this, an event value is written with str(): it can only be a cycle or junk.
+_MAX_EVENT_DEPTH = 64
+
+REQUIRED_KEYS = ("loop_name", "current_state", "iteration", "started_at", "status")
+
+
+def now_iso() -> str:
+    """Now in UTC, ISO 8601 with microseconds and `+00:00` (the reference format)."""
+    return datetime.now(UTC).isoformat()
+
+
+def is_process_alive(pid: int | None) -> bool:
+    """True if a process with this id exists (it may belong to another user)."""
+    if pid is None or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return True  # it exists, we just may not signal it
+    except (ProcessLookupError, OverflowError):
+        return False
+    return True
+
+
+# --- what a state file may contain -------------------------------------------------------
+
+
+def _kind(value: object) -> str:
+    """How a JSON value is named in error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _optional(check: Callable[[object], bool]) -> Callable[[object], bool]:
+    return lambda value: value is None or check(value)
+
+
+def _is_str(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _is_object(value: object) -> bool:
+    return isinstance(value, dict)
+
+
+# key -> (check, what is expected). Keys not listed are ignored (newer writers may add some).
+_FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
+    "loop_name": (_is_str, "a string"),
+    "current_state": (_is_str, "a string"),
+    "iteration": (_is_int, "an integer"),
+    "captured": (_is_object, "an object"),
+    "prev_result": (_optional(_is_object), "an object or null"),
+    "last_result": (_optional(_is_object), "an object or null"),
+    "started_at": (_is_str, "a string"),
+    "updated_at": (_is_str, "a string"),
+    "status": (_is_str, "a string"),
+    "continuation_prompt": (_optional(_is_str), "a string or null"),
+    "pid": (_optional(_is_int), "an integer or null"),
+    "host": (_optional(_is_str), "a string or null"),
+    "terminated_by": (_optional(_is_str), "a string or null"),
+    "error": (_optional(_is_str), "a string or null"),
+    "elapsed_ms": (_optional(_is_int), "an integer or null"),
+    "handoff_count": (_is_int, "an integer"),
+    "resumed_at": (_optional(_is_str), "a string or null"),
+    "phase": (
+        lambda value: value in (None, PHASE_ENTERED, PHASE_ROUTED),
+        f"'{PHASE_ENTERED}', '{PHASE_ROUTED}' or null",
+    ),
+}
+
+
+def state_problem(data: object) -> str | None:
+    """Why `data` is not a readable state record, or None if it is one."""
+    if not isinstance(data, dict):
+        return f"expected a JSON object, got {_kind(data)}"
+    missing = [key for key in REQUIRED_KEYS if key not in data]
+    if missing:
+        names = ", ".join(f"'{key}'" for key in missing)
+        return f"missing required key{'s' if len(missing) > 1 else ''} {names}"
+    version = data.get("version", STATE_VERSION)
+    if not _is_int(version) or version != STATE_VERSION:
+        return f"unsupported version {version!r} (this ll-loop reads version {STATE_VERSION})"
+    for key, (check, expected) in _FIELD_RULES.items():
+        if key in data and not check(data[key]):
+            shown = f"{data[key]!r}" if key == "phase" else _kind(data[key])
+            return f"'{key}' must be {expected}, got {shown}"
+    for name, value in data.get("captured", {}).items():
+        if not isinstance(value, dict):
+            return f"'captured.{name}' must be an object, got {_kind(value)}"
+    return None
+
+
+# --- the state record --------------------------------------------------------------------
+
+
+@dataclass
+class LoopState:
+    """One snapshot of a run: where it is, what it captured, and how it ended."""
+
+    loop_name: str
+    current_state: str
+    iteration: int
+    captured: dict[str, dict[str, Any]]
+    prev_result: dict[str, Any] | None
+    last_result: dict[str, Any] | None
+    started_at: str
+    updated_at: str
+    status: str
+    continuation_prompt: str | None = None
+    # Additions (written only when set, except `version`).
+    version: int = STATE_VERSION
+    pid: int | None = None
+    host: str | None = None
+    terminated_by: str | None = None
+    error: str | None = None
+    elapsed_ms: int | None = None
+    handoff_count: int = 0
+    resumed_at: str | None = None
+    phase: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The reference keys in reference order, then the additions that are set."""
+        out: dict[str, Any] = {
+            "loop_name": self.loop_name,
+            "current_state": self.current_state,
+            "iteration": self.iteration,
+            "captured": self.captured,
+            "prev_result": self.prev_result,
+            "last_result": self.last_result,
+            "started_at": self.started_at,
+            "updated_at": self.updated_at,
+            "status": self.status,
+        }
+        if self.continuation_prompt is not None:
+            out["continuation_prompt"] = self.continuation_prompt
+        out["version"] = self.version
+        for key in ("pid", "host", "terminated_by", "error", "elapsed_ms"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if self.handoff_count > 0:
+            out["handoff_count"] = self.handoff_count
+        for key in ("resumed_at", "phase"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LoopState:
+        """Build from a parsed state file.
+
+        A missing required key raises `KeyError` (as the reference did); a wrong type or an
+        unsupported version raises `ValueError` naming the key. Unknown keys are ignored.
+        """
+        for key in REQUIRED_KEYS:
+            if key not in data:
+                raise KeyError(key)
+        problem = state_problem(dict(data))
+        if problem is not None:
+            raise ValueError(problem)
+        return cls(
+            loop_name=data["loop_name"],
+            current_state=data["current_state"],
+            iteration=data["iteration"],
+            captured=data.get("captured", {}),
+            prev_result=data.get("prev_result"),
+            last_result=data.get("last_result"),
+            started_at=data["started_at"],
+            updated_at=data.get("updated_at", ""),
+            status=data["status"],
+            continuation_prompt=data.get("continuation_prompt"),
+            pid=data.get("pid"),
+            host=data.get("host"),
+            terminated_by=data.get("terminated_by"),
+            error=data.get("error"),
+            elapsed_ms=data.get("elapsed_ms"),
+            handoff_count=data.get("handoff_count", 0),
+            resumed_at=data.get("resumed_at"),
+            phase=data.get("phase"),
+        )
+
+
+# --- low-level file operations -----------------------------------------------------------
+
+
+def _create_temp_beside(path: Path) -> tuple[int, Path]:
+    """Create `.<file name>.<random>.tmp` next to `path`; the umask applies as for open()."""
+    while True:
+        temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), temp
+        except FileExistsError:  # pragma: no cover - 32 random bits collided
+            continue
+
+
+def write_file_atomically(path: Path, text: str) -> None:
+    """Replace `path` with `text` so a reader sees the old or the new file, never a mix."""
+    fd, temp = _create_temp_beside(path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def _jsonable(value: Any, depth: int = 0) -> Any:
+    """A copy of `value` that json can always write (str() for anything unusual)."""
+    if depth > _MAX_EVENT_DEPTH:
+        return str(value)
+    if isinstance(value, dict):
+        return {str(key): _jsonable(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(item, depth + 1) for item in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def event_line(event: Mapping[str, Any]) -> bytes:
+    """One compact JSON line for an event; never fails on odd values."""
+    try:
+        text = json.dumps(event, default=str)
+    except (TypeError, ValueError, RecursionError):  # non-str keys, cycles
+        text = json.dumps(_jsonable(event))
+    return (text + "\n").encode("utf-8")
+
+
+def append_whole_line(path: Path, line: bytes) -> None:
+    """Append `line` with one write on an O_APPEND descriptor so lines never interleave."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        written = os.write(fd, line)
+        while written < len(line):  # only on a full disk or similar; finish the line
+            written += os.write(fd, line[written:])
+    finally:
+        os.close(fd)
+
+
+def parse_event_line(line: bytes) -> dict[str, Any] | None:
+    """The event on one line, or None for a blank, damaged or non-object line."""
+    if not line.strip():
+        return None
+    try:
+        event = json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def read_last_events(path: Path, count: int) -> list[dict[str, Any]]:
+    """The last `count` readable events, reading the file backwards block by block."""
+    if count <= 0:
+        return []
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return []
+    newest_first: list[dict[str, Any]] = []
+    with handle:
+        position = handle.seek(0, os.SEEK_END)
+        head = b""  # start of the earliest line read so far; may still be incomplete
+        while position > 0 and len(newest_first) < count:
+            size = min(_TAIL_BLOCK_BYTES, position)
+            position -= size
+            handle.seek(position)
+            lines = (handle.read(size) + head).split(b"\n")
+            head = lines[0]
+            _collect_newest_first(lines[1:], newest_first, count)
+        if position == 0:
+            _collect_newest_first([head], newest_first, count)
+    newest_first.reverse()
+    return newest_first
+
+
+def _collect_newest_first(lines: list[bytes], into: list[dict[str, Any]], count: int) -> None:
+    for line in reversed(lines):
+        if len(into) >= count:
+            return
+        event = parse_event_line(line)
+        if event is not None:
+            into.append(event)
+
+
+# --- one loop's files --------------------------------------------------------------------
+
+
+class StatePersistence:
+    """The state and event files of one loop under `<loops_dir>/.running/`."""
+
+    def __init__(self, loop_name: str, loops_dir: Path | None = None) -> None:
+        self.loop_name = loop_name
+        self.loops_dir = loops_dir or Path(".loops")
+        self.running_dir = self.loops_dir / RUNNING_DIR
+        self.state_file = self.running_dir / f"{loop_name}{_STATE_SUFFIX}"
+        self.events_file = self.running_dir / f"{loop_name}{_EVENTS_SUFFIX}"
+
+    def initialize(self) -> None:
+        """Create the running directory (and parents) if needed."""
+        self.running_dir.mkdir(parents=True, exist_ok=True)
+
+    def save_state(self, state: LoopState) -> None:
+        """Stamp `state.updated_at` and write it atomically (2-space indent, no newline)."""
+        state.updated_at = now_iso()
+        write_file_atomically(self.state_file, json.dumps(state.to_dict(), indent=2))
+
+    def load_state(self) -> LoopState | None:
+        """The saved state, or None when it is missing or damaged (reference behaviour)."""
+        try:
+            return self.load_state_checked()
+        except StateFileError:
+            return None
+
+    def load_state_checked(self) -> LoopState | None:
+        """The saved state; None only when there is no file; `StateFileError` if damaged."""
+        try:
+            raw = self.state_file.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StateFileError(str(self.state_file), f"cannot be read: {exc.strerror}") from exc
+        data = self._parse_json(raw)
+        problem = state_problem(data)
+        if problem is not None:
+            raise StateFileError(str(self.state_file), problem)
+        return LoopState.from_dict(data)
+
+    def _parse_json(self, raw: bytes) -> Any:
+        path = str(self.state_file)
+        if not raw.strip():
+            raise StateFileError(path, "the file is empty")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise StateFileError(path, f"not UTF-8 text (bad byte at offset {exc.start})") from exc
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            where = f"line {exc.lineno}, column {exc.colno}"
+            raise StateFileError(path, f"invalid JSON at {where}: {exc.msg}") from exc
+        except (ValueError, RecursionError) as exc:  # e.g. huge integers, deep nesting
+            raise StateFileError(path, f"invalid JSON: {exc}") from exc
+
+    def clear_state(self) -> None:
+        """Delete the state file, and temp files a crashed writer may have left behind."""
+        self.state_file.unlink(missing_ok=True)
+        pattern = f".{glob.escape(self.state_file.name)}.*.tmp"
+        if self.running_dir.is_dir():
+            for stray in self.running_dir.glob(pattern):
+                stray.unlink(missing_ok=True)
+
+    def append_event(self, event: dict[str, Any]) -> None:
+        """Append one event as one JSON line (values json cannot write become str)."""
+        append_whole_line(self.events_file, event_line(event))
+
+    def read_events(self) -> list[dict[str, Any]]:
+        """Every readable event in file order; blank and damaged lines are skipped."""
+        try:
+            raw = self.events_file.read_bytes()
+        except FileNotFoundError:
+            return []
+        events = (parse_event_line(line) for line in raw.split(b"\n"))
+        return [event for event in events if event is not None]
+
+    def read_events_tail(self, n: int) -> list[dict[str, Any]]:
+        """The last `n` readable events in file order, at a cost that grows with `n` only."""
+        return read_last_events(self.events_file, n)
+
+    def clear_events(self) -> None:
+        """Delete the events file if present."""
+        self.events_file.unlink(missing_ok=True)
+
+    def clear_all(self) -> None:
+        """Delete the state file, then the events file."""
+        self.clear_state()
+        self.clear_events()
