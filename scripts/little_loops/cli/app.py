@@ -1,0 +1,298 @@
+"""`ll-loop` entry point: argument parsing, the shorthand rewrite, dispatch, error boundary.
+
+`main_loop(argv)` is the only entry; it never raises. User mistakes (`LoopError`) become
+their one-line messages and exit 1; argparse usage errors exit 2; Ctrl-C exits 130; a
+closed stdout (`ll-loop list | head -1`) exits 141 without a word; anything else is a bug:
+one line on stderr and the traceback in a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import TypeAlias
+
+from little_loops import __version__
+from little_loops.cli.cmd_compile import compile_command
+from little_loops.cli.cmd_inspect import history_command, list_command, status_command
+from little_loops.cli.cmd_run import RunOptions, resume_command, run_command
+from little_loops.cli.cmd_stop import stop_command
+from little_loops.cli.cmd_validate import validate_command
+from little_loops.cli.exit_codes import (
+    BROKEN_PIPE,
+    EXIT_CODE_TABLE,
+    FAILED,
+    INTERRUPTED,
+    USAGE,
+)
+from little_loops.cli.output import Logger, write_error_line
+from little_loops.cli.resolve import LOOPS_DIR, shadowing_loop_file
+from little_loops.fsm.errors import LoopError
+from little_loops.fsm.persistence import RUNNING_DIR
+
+SUBCOMMANDS = ("run", "validate", "compile", "list", "status", "stop", "resume", "history")
+# Flags that only make sense for `run`: `ll-loop --dry-run x` means `ll-loop run --dry-run x`.
+_RUN_SHORT_FLAGS = ("-n", "-b", "-q", "-v")
+_RUN_LONG_FLAGS = (
+    "--max-iterations",
+    "--no-llm",
+    "--llm-model",
+    "--dry-run",
+    "--background",
+    "--quiet",
+    "--verbose",
+)
+
+
+def rewrite_shorthand(argv: list[str]) -> list[str]:
+    """`ll-loop <loop> ...` -> `ll-loop run <loop> ...` (reference rule, plus run flags)."""
+    if not argv or argv[0] in SUBCOMMANDS:
+        return argv
+    first = argv[0]
+    if not first.startswith("-") or _is_run_flag(first):
+        return ["run", *argv]
+    return argv
+
+
+def _is_run_flag(word: str) -> bool:
+    if word.startswith("--"):
+        name = word.split("=", 1)[0]
+        return len(name) > 2 and any(flag.startswith(name) for flag in _RUN_LONG_FLAGS)
+    return word[:2] in _RUN_SHORT_FLAGS
+
+
+# --- parser ----------------------------------------------------------------------------
+
+
+def _at_least_one(text: str) -> int:
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _not_negative(text: str) -> int:
+    value = _integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: '{text}'") from None
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("loop", help="loop name (.loops/<name>.yaml) or path to a loop file")
+    parser.add_argument(
+        "-n", "--max-iterations", type=_at_least_one, help="override max_iterations (>= 1)"
+    )
+    parser.add_argument("--no-llm", action="store_true", help="no LLM calls (judge by exit code)")
+    parser.add_argument("--llm-model", help="model for every LLM evaluation of this run")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show action output live")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `ll-loop` parser with its eight subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="ll-loop",
+        description="Run FSM automation loops. `ll-loop <loop> [flags]` means "
+        "`ll-loop run <loop> [flags]`.",
+        epilog=EXIT_CODE_TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"ll-loop {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="command", required=True)
+    _add_running_commands(sub)
+    _add_file_commands(sub)
+    _add_state_commands(sub)
+    return parser
+
+
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def _add_running_commands(sub: Subparsers) -> None:
+    """`run` and `resume`: they run the loop, so they share flags and the exit-code table."""
+    run = _documented_parser(sub, "run", "run a loop")
+    _add_run_options(run)
+    run.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    run.add_argument("-b", "--background", action="store_true", help="run detached, log to file")
+    _add_run_options(_documented_parser(sub, "resume", "continue a paused or interrupted loop"))
+
+
+def _documented_parser(sub: Subparsers, name: str, summary: str) -> argparse.ArgumentParser:
+    return sub.add_parser(
+        name,
+        help=summary,
+        epilog=EXIT_CODE_TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def _add_file_commands(sub: Subparsers) -> None:
+    """`validate`, `compile`, `list`: about loop files."""
+    sub.add_parser("validate", help="check a loop file").add_argument("loop")
+    compile_parser = sub.add_parser("compile", help="compile a paradigm file to FSM YAML")
+    compile_parser.add_argument("input", help="paradigm YAML file (a path)")
+    compile_parser.add_argument("-o", "--output", help="output file (default: <input>.fsm.yaml)")
+    list_parser = sub.add_parser("list", help="list loops, or saved runs with --running")
+    list_parser.add_argument("--running", action="store_true", help="list unfinished runs")
+    list_parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _add_state_commands(sub: Subparsers) -> None:
+    """`status`, `stop`, `history`: about the saved run of a loop."""
+    where = "loop name, file stem or path"
+    status = sub.add_parser("status", help="show the saved state of a loop")
+    status.add_argument("loop", help=where)
+    status.add_argument("--json", action="store_true", help="print the state as JSON")
+    sub.add_parser("stop", help="stop a running loop").add_argument("loop", help=where)
+    history = sub.add_parser("history", help="show the events of the latest run")
+    history.add_argument("loop", help=where)
+    history.add_argument(
+        "-n", "--tail", type=_not_negative, default=50, help="show the last N events (default 50)"
+    )
+    history.add_argument("--json", action="store_true", help="print raw JSON lines")
+
+
+# --- dispatch --------------------------------------------------------------------------
+
+
+def _run_options(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(
+        max_iterations=args.max_iterations,
+        no_llm=args.no_llm,
+        llm_model=args.llm_model,
+        quiet=args.quiet,
+        verbose=args.verbose,
+    )
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": lambda a: run_command(
+        a.loop, _run_options(a), dry_run=a.dry_run, background=a.background
+    ),
+    "resume": lambda a: resume_command(a.loop, _run_options(a)),
+    "validate": lambda a: validate_command(a.loop),
+    "compile": lambda a: compile_command(a.input, a.output),
+    "list": lambda a: list_command(running=a.running, as_json=a.json),
+    "status": lambda a: status_command(a.loop, as_json=a.json),
+    "stop": lambda a: stop_command(a.loop),
+    "history": lambda a: history_command(a.loop, tail=a.tail, as_json=a.json),
+}
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
+    """The parsed arguments, or the exit code argparse chose (help: 0, usage error: 2)."""
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else USAGE
+        if code == USAGE and argv and argv[0] in SUBCOMMANDS:
+            _hint_shadowed_loop(argv[0])
+        return code
+
+
+def _hint_shadowed_loop(word: str) -> None:
+    path = shadowing_loop_file(word)
+    if path is not None:
+        write_error_line(f"ll-loop: did you mean 'll-loop run {word}'? ({path} exists)")
+
+
+def _dispatch(argv: list[str]) -> int:
+    parser = build_parser()
+    if not argv:
+        parser.print_help(sys.stdout)
+        return FAILED
+    parsed = _parse(parser, rewrite_shorthand(argv))
+    if isinstance(parsed, int):
+        return parsed
+    return COMMANDS[parsed.command](parsed)
+
+
+# --- error boundary --------------------------------------------------------------------
+
+
+class _StderrAtEmitHandler(logging.Handler):
+    """Writes bare messages to whatever `sys.stderr` is when the record arrives."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        write_error_line(self.format(record))
+
+
+@contextmanager
+def _validation_warnings_to_stderr() -> Iterator[None]:
+    """Validation warnings (`[WARNING] states.x: ...`) appear as bare stderr lines."""
+    package_logger = logging.getLogger("little_loops")
+    handler = _StderrAtEmitHandler(logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    old_level, old_propagate = package_logger.level, package_logger.propagate
+    package_logger.addHandler(handler)
+    package_logger.setLevel(logging.WARNING)
+    package_logger.propagate = False
+    try:
+        yield
+    finally:
+        package_logger.removeHandler(handler)
+        package_logger.setLevel(old_level)
+        package_logger.propagate = old_propagate
+
+
+def _traceback_dir() -> Path:
+    running_dir = LOOPS_DIR / RUNNING_DIR
+    return running_dir if running_dir.is_dir() else Path(tempfile.gettempdir())
+
+
+def report_internal_error(exc: BaseException) -> None:
+    """One line for the user; the traceback goes to a file for the bug report."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = _traceback_dir() / f"ll-loop-crash-{stamp}-{os.getpid()}.txt"
+    text = "".join(traceback.format_exception(exc))
+    try:
+        path.write_text(text, encoding="utf-8")
+        where = f"traceback written to {path}"
+    except OSError as write_error:
+        where = f"traceback could not be written to {path}: {write_error.strerror}"
+    write_error_line(f"ll-loop: internal error: {type(exc).__name__}: {exc} ({where})")
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the exit flush stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (e.g. captured in tests): nothing will be flushed to a pipe
+
+
+def main_loop(argv: Sequence[str] | None = None) -> int:
+    """Run `ll-loop` with `argv` (default: the process arguments); return the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    with _validation_warnings_to_stderr():
+        try:
+            return _dispatch(args)
+        except KeyboardInterrupt:
+            write_error_line("ll-loop: interrupted")
+            return INTERRUPTED
+        except BrokenPipeError:
+            _silence_stdout()
+            return BROKEN_PIPE
+        except LoopError as exc:
+            Logger().error_lines(exc.user_lines())
+            return FAILED
+        except Exception as exc:
+            report_internal_error(exc)
+            return FAILED

@@ -1,0 +1,66 @@
+"""`ll-loop compile <paradigm.yaml>`: write the FSM a paradigm file stands for.
+
+The output is derived from the input's suffix (`x.yaml` -> `x.fsm.yaml`, `x.yml` ->
+`x.fsm.yml`, anything else gets `.fsm.yaml` appended), is never the input itself, and is
+only written when the compiled loop passes validation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from little_loops.cli.exit_codes import FAILED, OK
+from little_loops.cli.output import Logger
+from little_loops.fsm.errors import LoopError, LoopSyntaxError
+from little_loops.fsm.schema import FSMLoop
+from little_loops.fsm.validation import load_loop
+from little_loops.fsm.yaml_loader import dump_yaml
+
+
+def default_output_path(input_path: Path) -> Path:
+    """`para/goal.yaml` -> `para/goal.fsm.yaml`; the suffix decides, never a blind replace."""
+    name = input_path.name
+    for suffix in (".yaml", ".yml"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return input_path.with_name(name[: -len(suffix)] + ".fsm" + suffix)
+    return input_path.with_name(name + ".fsm.yaml")
+
+
+def compiled_mapping(fsm: FSMLoop) -> dict[str, Any]:
+    """Every set field, in the reference's order: name, paradigm, initial, states, limit."""
+    data = fsm.to_dict()
+    head: dict[str, Any] = {"name": data.pop("name")}
+    if "paradigm" in data:
+        head["paradigm"] = data.pop("paradigm")
+    head["initial"] = data.pop("initial")
+    head["states"] = data.pop("states")
+    head["max_iterations"] = data.pop("max_iterations", fsm.max_iterations)
+    return {**head, **data}
+
+
+def compile_command(input_arg: str, output_arg: str | None) -> int:
+    """Compile `input_arg` and write it; errors are one line each, exit 1."""
+    logger = Logger()
+    input_path = Path(input_arg)
+    if not input_path.exists():
+        logger.error(f"Input file not found: {input_arg}")
+        return FAILED
+    output_path = Path(output_arg) if output_arg else default_output_path(input_path)
+    if output_path.exists() and output_path.resolve() == input_path.resolve():
+        logger.error(f"Refusing to overwrite the input file: {input_arg} (choose another -o)")
+        return FAILED
+    try:
+        fsm = load_loop(input_path)
+    except LoopError as exc:
+        prefix = "YAML parse error" if isinstance(exc, LoopSyntaxError) else "Compilation error"
+        for line in exc.user_lines():
+            logger.error(f"{prefix}: {line}")
+        return FAILED
+    try:
+        output_path.write_text(dump_yaml(compiled_mapping(fsm)), encoding="utf-8")
+    except OSError as exc:
+        logger.error(f"Cannot write {output_path}: {exc.strerror or exc}")
+        return FAILED
+    logger.success(f"Compiled to: {output_path}")
+    return OK

@@ -1,0 +1,170 @@
+"""Read-only commands: `list`, `status` and `history`. None of them creates a file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from little_loops.cli.exit_codes import FAILED, OK
+from little_loops.cli.liveness import Owner, describe_status, owner_of, process_alive
+from little_loops.cli.output import Logger, write_line
+from little_loops.cli.resolve import LOOP_SUFFIXES, LOOPS_DIR, loop_name_for, resolve_loop_path
+from little_loops.fsm.errors import LoopError, StateFileError
+from little_loops.fsm.persistence import RUNNING_DIR, LoopState, StatePersistence
+
+STATUS_PROMPT_WIDTH = 200
+# Saved runs `list --running` shows: live, paused, or resumable after an interruption.
+UNFINISHED_STATUSES = ("running", "awaiting_continuation", "interrupted")
+
+
+def _state_json(state: LoopState) -> dict[str, Any]:
+    return {**state.to_dict(), "process_alive": process_alive(state)}
+
+
+# --- list ------------------------------------------------------------------------------
+
+
+def list_command(*, running: bool = False, as_json: bool = False) -> int:
+    """`ll-loop list`: loop files in `.loops/`, or (`--running`) unfinished runs."""
+    if running:
+        return _list_running(as_json)
+    if not LOOPS_DIR.is_dir():
+        write_line("[]" if as_json else "No .loops/ directory found")
+        return OK
+    files = sorted(
+        (path for path in LOOPS_DIR.iterdir() if path.suffix in LOOP_SUFFIXES and path.is_file()),
+        key=lambda path: (path.stem, path.name),
+    )
+    stems: dict[str, Path] = {}
+    for path in files:
+        stems.setdefault(path.stem, path)
+    if as_json:
+        write_line(json.dumps([{"loop": stem, "path": str(path)} for stem, path in stems.items()]))
+    elif not stems:
+        write_line("No loops defined")
+    else:
+        write_line("Available loops:")
+        for stem in stems:
+            write_line(f"  {stem}")
+    return OK
+
+
+def _list_running(as_json: bool) -> int:
+    shown = [state for state in _readable_states() if state.status in UNFINISHED_STATUSES]
+    if as_json:
+        write_line(json.dumps([_state_json(state) for state in shown]))
+    elif not shown:
+        write_line("No running loops")
+    else:
+        write_line("Running loops:")
+        for state in shown:
+            write_line(
+                f"  {state.loop_name}: {state.current_state} (iteration {state.iteration})"
+                f" - {_short_status(state)}"
+            )
+    return OK
+
+
+def _short_status(state: LoopState) -> str:
+    if state.status != "running":
+        return state.status
+    owner = owner_of(state)
+    if owner is Owner.GONE:
+        return f"interrupted (process {state.pid} gone)"
+    return describe_status(state, state.loop_name)
+
+
+def _readable_states() -> list[LoopState]:
+    """Every saved state, sorted by loop name; damaged files are reported and skipped."""
+    running_dir = LOOPS_DIR / RUNNING_DIR
+    if not running_dir.is_dir():
+        return []
+    logger = Logger()
+    states = []
+    for path in sorted(running_dir.glob("*.state.json")):
+        name = path.name.removesuffix(".state.json")
+        try:
+            state = StatePersistence(name, LOOPS_DIR).load_state_checked()
+        except StateFileError as exc:
+            logger.warning(f"Skipping unreadable state file {exc.path}: {exc.problem}")
+            continue
+        if state is not None:
+            states.append(state)
+    return sorted(states, key=lambda state: state.loop_name)
+
+
+# --- status ----------------------------------------------------------------------------
+
+
+def status_command(loop_arg: str, *, as_json: bool = False) -> int:
+    """`ll-loop status <loop>`: the saved state, with whether its process still runs."""
+    name = loop_name_for(loop_arg)
+    state = StatePersistence(name, LOOPS_DIR).load_state_checked()
+    if state is None:
+        Logger().error(f"No state found for: {loop_arg}")
+        return FAILED
+    if as_json:
+        write_line(json.dumps(_state_json(state), indent=2))
+        return OK
+    for line in status_lines(state, loop_arg):
+        write_line(line)
+    return OK
+
+
+def status_lines(state: LoopState, loop_arg: str) -> list[str]:
+    """The reference lines, plus liveness, the last verdict and the error when known."""
+    lines = [
+        f"Loop: {state.loop_name}",
+        f"Status: {describe_status(state, loop_arg)}",
+        f"Current state: {state.current_state}",
+        f"Iteration: {state.iteration}",
+        f"Started: {state.started_at}",
+        f"Updated: {state.updated_at}",
+    ]
+    if state.last_result and state.last_result.get("verdict") is not None:
+        lines.append(f"Last verdict: {state.last_result['verdict']}")
+    if state.error:
+        lines.append(f"Error: {state.error}")
+    if state.continuation_prompt:
+        prompt = state.continuation_prompt
+        if len(prompt) > STATUS_PROMPT_WIDTH:
+            prompt = prompt[:STATUS_PROMPT_WIDTH] + "..."
+        lines.append(f"Continuation context: {prompt}")
+    return lines
+
+
+# --- history ---------------------------------------------------------------------------
+
+
+def history_command(loop_arg: str, *, tail: int = 50, as_json: bool = False) -> int:
+    """`ll-loop history <loop>`: the last `tail` events of the latest run."""
+    name = loop_name_for(loop_arg)
+    persistence = StatePersistence(name, LOOPS_DIR)
+    if not persistence.events_file.exists() and not _is_known_loop(loop_arg, persistence):
+        Logger().error(f"No history for: {loop_arg}")
+        return FAILED
+    events = persistence.read_events_tail(tail)
+    if not events and tail > 0:
+        write_line(f"No history for: {loop_arg}")
+        return OK
+    for event in events:
+        write_line(json.dumps(event) if as_json else history_line(event))
+    return OK
+
+
+def history_line(event: dict[str, Any]) -> str:
+    """`<ts to the second> <event>: <other keys as a Python dict literal>` (reference)."""
+    rest = {key: value for key, value in event.items() if key not in ("event", "ts")}
+    return f"{str(event.get('ts', ''))[:19]} {event.get('event', '?')}: {rest!r}"
+
+
+def _is_known_loop(loop_arg: str, persistence: StatePersistence) -> bool:
+    """A loop file or a saved state exists: "no events" then means an empty history."""
+    if persistence.state_file.exists():
+        return True
+    try:
+        resolve_loop_path(loop_arg)
+    except LoopError:
+        return False
+    return True

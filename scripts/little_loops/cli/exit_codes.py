@@ -1,0 +1,44 @@
+"""Exit codes of `ll-loop`, the map from a run's outcome to a code, and the help table.
+
+0 keeps meaning "terminal state reached" (or "valid") and 2 keeps meaning "usage error",
+as in the reference; the other outcomes get their own codes so scripts can tell them apart.
+"""
+
+from __future__ import annotations
+
+OK = 0
+FAILED = 1
+USAGE = 2
+HANDOFF = 3
+MAX_ITERATIONS = 4
+STALLED = 5
+BROKEN_PIPE = 141
+INTERRUPTED = 130
+
+# `terminated_by` of an ExecutionResult -> exit code. Anything unknown is a failure.
+_BY_OUTCOME = {
+    "terminal": OK,
+    "signal_stop": OK,
+    "error": FAILED,
+    "timeout": FAILED,
+    "handoff": HANDOFF,
+    "max_iterations": MAX_ITERATIONS,
+    "stalled": STALLED,
+    "signal": INTERRUPTED,
+}
+
+EXIT_CODE_TABLE = """\
+exit codes:
+  0    terminal state reached, or LOOP_STOP (validate: the loop is valid)
+  1    loop failed (error, FATAL_ERROR, loop timeout, no route), loop not found or invalid
+  2    command-line usage error
+  3    paused for a context handoff (continue with: ll-loop resume <loop>)
+  4    max_iterations reached (maintain: true loops always end here or on timeout)
+  5    stalled (a guard stopped a loop going round in circles)
+  130  interrupted (Ctrl-C, SIGTERM, ll-loop stop)
+  141  stdout closed early (e.g. ll-loop list | head -1)"""
+
+
+def exit_code_for(terminated_by: str) -> int:
+    """The exit code for a run that ended with `terminated_by`."""
+    return _BY_OUTCOME.get(terminated_by, FAILED)

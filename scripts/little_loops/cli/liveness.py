@@ -1,0 +1,50 @@
+"""Is the process that wrote a `running` state still there? (status, list, stop)."""
+
+from __future__ import annotations
+
+import socket
+from enum import Enum
+
+from little_loops.fsm.persistence import LoopState, is_process_alive
+
+
+class Owner(Enum):
+    """What we know about the process recorded in a state file."""
+
+    ALIVE = "alive"
+    GONE = "gone"
+    ELSEWHERE = "elsewhere"  # recorded on another host: we cannot look
+    UNKNOWN = "unknown"  # no pid recorded (a reference-era state file)
+
+
+def owner_of(state: LoopState) -> Owner:
+    """The recorded runner's liveness, as far as this machine can tell."""
+    if state.pid is None:
+        return Owner.UNKNOWN
+    if state.host is not None and state.host != socket.gethostname():
+        return Owner.ELSEWHERE
+    return Owner.ALIVE if is_process_alive(state.pid) else Owner.GONE
+
+
+def describe_status(state: LoopState, loop_arg: str) -> str:
+    """The status as a person should read it: a dead `running` run is interrupted."""
+    if state.status != "running":
+        return state.status
+    owner = owner_of(state)
+    if owner is Owner.ALIVE:
+        return f"running (pid {state.pid})"
+    if owner is Owner.GONE:
+        return f"running (process {state.pid} gone; ll-loop resume {loop_arg})"
+    if owner is Owner.ELSEWHERE:
+        return f"running (pid {state.pid} on host {state.host})"
+    return "running"
+
+
+def process_alive(state: LoopState) -> bool | None:
+    """For `--json`: whether a `running` run's process lives; None when not known/relevant."""
+    if state.status != "running":
+        return None
+    owner = owner_of(state)
+    if owner in (Owner.ALIVE, Owner.GONE):
+        return owner is Owner.ALIVE
+    return None

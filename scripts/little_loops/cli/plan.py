@@ -1,0 +1,45 @@
+"""The `--dry-run` execution plan (format of CLI contract §3.1, byte for byte)."""
+
+from __future__ import annotations
+
+from little_loops.fsm.schema import FSMLoop, StateConfig
+
+PLAN_ACTION_WIDTH = 70
+
+
+def plan_lines(fsm: FSMLoop) -> list[str]:
+    """The plan of `fsm`: states in file order, then start, limit and timeout."""
+    lines = [f"Execution plan for: {fsm.name}", "", "States:"]
+    for name, state in fsm.states.items():
+        lines += _state_lines(name, state)
+    lines += ["", f"Initial state: {fsm.initial}", f"Max iterations: {fsm.max_iterations}"]
+    if fsm.timeout:
+        lines.append(f"Timeout: {fsm.timeout}s")
+    return lines
+
+
+def _state_lines(name: str, state: StateConfig) -> list[str]:
+    lines = [f"  [{name}] [TERMINAL]" if state.terminal else f"  [{name}]"]
+    if state.action:
+        action = state.action
+        if len(action) > PLAN_ACTION_WIDTH:
+            action = action[:PLAN_ACTION_WIDTH] + "..."
+        lines.append(f"    action: {action}")
+    if state.evaluate is not None:
+        lines.append(f"    evaluate: {state.evaluate.type}")
+    for label, target in (
+        ("on_success", state.on_success),
+        ("on_failure", state.on_failure),
+        ("on_error", state.on_error),
+        ("next", state.next),
+    ):
+        if target:
+            lines.append(f"    {label} -> {target}")
+    if state.route is not None:
+        lines.append("    route:")
+        lines += [f"      {verdict} -> {target}" for verdict, target in state.route.routes.items()]
+        if state.route.default:
+            lines.append(f"      _ -> {state.route.default}")
+        if state.route.error:
+            lines.append(f"      _error -> {state.route.error}")
+    return lines

@@ -1,0 +1,99 @@
+"""Turning what the user typed into a loop file, a loaded loop, or a loop name.
+
+`run`, `validate` and `resume` need a file (§2 of the CLI contract plus our additions:
+`.fsm.yaml` preferred, `.yml` tried, a name with its suffix accepted, a directory
+refused). `status`, `stop` and `history` need the loop's `name:` (state files are keyed by
+it), and accept a name, a file stem or a path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from little_loops.fsm.compilers import compile_paradigm
+from little_loops.fsm.errors import LoopError, LoopFileError, LoopNotFoundError
+from little_loops.fsm.schema import FSMLoop
+from little_loops.fsm.validation import load_loop
+from little_loops.fsm.yaml_loader import parse_yaml
+
+LOOPS_DIR = Path(".loops")
+LOOP_SUFFIXES = (".yaml", ".yml")
+
+
+def candidate_paths(arg: str) -> list[Path]:
+    """Where `arg` may live, in the order they are tried."""
+    candidates = [Path(arg)]
+    candidates += [LOOPS_DIR / f"{arg}{suffix}" for suffix in (".fsm.yaml", ".yaml", ".yml")]
+    if arg.endswith(LOOP_SUFFIXES):
+        candidates.append(LOOPS_DIR / arg)
+    return candidates
+
+
+def resolve_loop_path(arg: str) -> Path:
+    """The loop file `arg` names; a directory only counts if nothing else matches."""
+    candidates = candidate_paths(arg)
+    for path in candidates:
+        if path.is_file():
+            return path
+    if Path(arg).is_dir():
+        raise LoopFileError(arg, "is a directory, not a loop file (give a .yaml file or a name)")
+    raise LoopNotFoundError(f"Loop not found: {arg}", searched=[str(path) for path in candidates])
+
+
+def load_resolved(arg: str) -> tuple[Path, FSMLoop]:
+    """Resolve `arg` and load the loop (paradigm files are compiled on the fly)."""
+    path = resolve_loop_path(arg)
+    return path, load_loop(path)
+
+
+def shadowing_loop_file(word: str) -> Path | None:
+    """A loop file in `.loops/` named like `word` (used to hint `ll-loop run <word>`)."""
+    for path in candidate_paths(word)[1:]:
+        if path.is_file():
+            return path
+    return None
+
+
+def loop_name_for(arg: str) -> str:
+    """The `name:` under which the state of `arg` is kept.
+
+    A loop file (by path or by stem) gives its `name:`; anything that is not a file is
+    taken as the name itself. A file that cannot be read still yields its stem, so a
+    broken loop file never hides the state of the run that used it.
+    """
+    try:
+        path = resolve_loop_path(arg)
+    except LoopError:
+        return arg
+    return _declared_name(path) or loop_file_stem(path)
+
+
+def loop_file_stem(path: Path) -> str:
+    """`x` for `x.yaml`, `x.yml`, `x.fsm.yaml`; the whole name for other files."""
+    name = path.name
+    for suffix in (".fsm.yaml", ".fsm.yml", *LOOP_SUFFIXES):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _declared_name(path: Path) -> str | None:
+    try:
+        data = parse_yaml(path.read_text(encoding="utf-8"), path)
+    except (OSError, UnicodeDecodeError, LoopError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    name = data.get("name")
+    if isinstance(name, str) and name:
+        return name
+    return _compiled_name(data) if "paradigm" in data else None
+
+
+def _compiled_name(data: dict[str, Any]) -> str | None:
+    """Paradigms like `goal` derive the name from other fields."""
+    try:
+        return compile_paradigm(data).name
+    except (LoopError, ValueError, KeyError, TypeError):
+        return None
