@@ -268,7 +268,7 @@ def test_load_state_reads_reference_file_without_version(persistence: StatePersi
 DAMAGED = [
     (
         b'{"loop_name": "demo", "current_st',
-        "invalid JSON at line 1, column 23: Unterminated string starting at",
+        "invalid JSON at line 1, column 23: Unterminated string starting",
     ),
     (
         b'{"loop_name": "demo",',

@@ -383,7 +383,7 @@ class StatePersistence:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             where = f"line {exc.lineno}, column {exc.colno}"
-            raise StateFileError(path, f"invalid JSON at {where}: {exc.msg}") from exc
+            raise StateFileError(path, f"invalid JSON at {where}: {_json_problem(exc)}") from exc
         except (ValueError, RecursionError) as exc:  # e.g. huge integers, deep nesting
             raise StateFileError(path, f"invalid JSON: {exc}") from exc
 
@@ -420,3 +420,9 @@ class StatePersistence:
         """Delete the state file, then the events file."""
         self.clear_state()
         self.clear_events()
+
+
+def _json_problem(exc: json.JSONDecodeError) -> str:
+    # json's messages such as "Unterminated string starting at" expect a position after
+    # them; the position is already given, so the dangling "at" goes.
+    return exc.msg.removesuffix(" at")
