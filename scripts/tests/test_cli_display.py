@@ -152,3 +152,21 @@ def test_closed_stdout_turns_the_display_off(monkeypatch: pytest.MonkeyPatch) ->
 def test_shorten() -> None:
     assert shorten("abc", 3) == "abc"
     assert shorten("abcd", 3) == "abc..."
+
+
+def test_multi_line_actions_and_errors_stay_on_one_progress_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    display = ProgressDisplay(max_iterations=3)
+    _feed(
+        display,
+        {"event": "state_enter", "state": "check", "iteration": 1},
+        {"event": "action_start", "action": "echo one\necho two"},
+        {"event": "action_complete", "exit_code": 127, "error": "Cannot run\n  it\n"},
+        {"event": "evaluate", "verdict": "error", "error": "Cannot parse as number: 5\n"},
+    )
+    assert capsys.readouterr().out == (
+        "[1/3] check -> echo one echo two\n"
+        "       ! Cannot run it\n"
+        "       ✗ error - Cannot parse as number: 5\n"
+    )

@@ -32,6 +32,11 @@ def shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width] + "..."
 
 
+def one_line(text: object) -> str:
+    """`text` with its line breaks folded, so a progress entry stays on one line."""
+    return " ".join(str(text).split())
+
+
 class ProgressDisplay:
     """Event callback (and output-line callback) that prints progress as it happens."""
 
@@ -100,12 +105,12 @@ class ProgressDisplay:
     def _action_start(self, event: dict[str, Any]) -> None:
         # Ends the line opened by `state_enter`.
         self._line_open = False
-        write_line(f" -> {shorten(str(event.get('action', '')), ACTION_WIDTH)}")
+        write_line(f" -> {shorten(one_line(event.get('action', '')), ACTION_WIDTH)}")
 
     def _action_complete(self, event: dict[str, Any]) -> None:
         if event.get("error"):
             self._finish_line()
-            write_line(f"{INDENT}! {event['error']}")
+            write_line(f"{INDENT}! {one_line(event['error'])}")
 
     def _evaluate(self, event: dict[str, Any]) -> None:
         self._finish_line()
@@ -116,7 +121,7 @@ class ProgressDisplay:
         if "confidence" in event:
             line += f" (confidence: {event['confidence']})"
         if verdict == "error" and event.get("error"):
-            line += f" - {event['error']}"
+            line += f" - {one_line(event['error'])}"
         write_line(line)
 
     def _route(self, event: dict[str, Any]) -> None:
