@@ -11,31 +11,38 @@ Point a client at it with `ANTHROPIC_BASE_URL=server.base_url` (and any non-empt
 
 Each `POST /v1/messages` is recorded in `server.requests` and answered by `responder`
 (default: the next queued `Reply` in `server.replies`, else `default_reply`). Replace
-`server.responder` for anything smarter, such as streaming. Other paths answer 404.
-Only non-streaming JSON replies are built in.
+`server.responder` for anything smarter (the e2e harness answers from a script of rules).
+A request with `"stream": true` gets the same message as server-sent events, the way the
+real API streams it. Besides that, the server answers what the Claude Code CLI asks at
+start-up: `HEAD /` (a connectivity probe) with 200 and `POST /v1/messages/count_tokens`
+with a token count. Every other request is recorded and answered 404.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
 MESSAGES_PATH = "/v1/messages"
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 FAKE_MODEL = "claude-fake"
+# Streams are cut into pieces this long, so clients really have to join deltas.
+DELTA_CHARS = 16
 
 
 @dataclass
 class RecordedRequest:
-    """One request as the server saw it (header names lower-cased)."""
+    """One request as the server saw it (header names lower-cased; body None when empty)."""
 
     path: str
     headers: dict[str, str]
     body: Any
+    method: str = "POST"
 
 
 @dataclass
@@ -60,9 +67,11 @@ def message(content: list[dict[str, Any]], stop_reason: str = "end_turn") -> dic
     }
 
 
-def tool_use_message(tool_input: dict[str, Any], name: str = "evaluate") -> dict[str, Any]:
+def tool_use_message(
+    tool_input: dict[str, Any], name: str = "evaluate", tool_id: str = "toolu_fake"
+) -> dict[str, Any]:
     """A response whose only block is a call of tool `name` with `tool_input`."""
-    block = {"type": "tool_use", "id": "toolu_fake", "name": name, "input": tool_input}
+    block = {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
     return message([block], stop_reason="tool_use")
 
 
@@ -76,6 +85,45 @@ def error_body(error_type: str, text: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type, "message": text}}
 
 
+def stream_events(body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The server-sent events (name, data) that stream the complete message `body`.
+
+    The order is the API's: `message_start` (content empty), then per block a
+    `content_block_start`, its deltas (`text_delta` or `input_json_delta`) and a
+    `content_block_stop`, then `message_delta` with the stop reason and `message_stop`.
+    """
+    start = {**body, "content": [], "stop_reason": None, "stop_sequence": None}
+    yield "message_start", {"type": "message_start", "message": start}
+    for index, block in enumerate(body.get("content", [])):
+        yield from _block_events(index, block)
+    delta = {"stop_reason": body.get("stop_reason"), "stop_sequence": None}
+    usage = {"output_tokens": body.get("usage", {}).get("output_tokens", 0)}
+    yield "message_delta", {"type": "message_delta", "delta": delta, "usage": usage}
+    yield "message_stop", {"type": "message_stop"}
+
+
+def _block_events(index: int, block: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    if block["type"] == "tool_use":
+        empty = {**block, "input": {}}
+        text, delta_type, key = json.dumps(block["input"]), "input_json_delta", "partial_json"
+    else:
+        empty = {**block, "text": ""}
+        text, delta_type, key = block["text"], "text_delta", "text"
+    yield (
+        "content_block_start",
+        {"type": "content_block_start", "index": index, "content_block": empty},
+    )
+    for piece in _pieces(text):
+        delta = {"type": delta_type, key: piece}
+        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+    yield "content_block_stop", {"type": "content_block_stop", "index": index}
+
+
+def _pieces(text: str) -> Iterator[str]:
+    for start in range(0, len(text), DELTA_CHARS):
+        yield text[start : start + DELTA_CHARS]
+
+
 class FakeAnthropicServer:
     """A threaded HTTP server on a free 127.0.0.1 port; use it as a context manager."""
 
@@ -84,6 +132,7 @@ class FakeAnthropicServer:
         self.replies: list[Reply] = []
         self.requests: list[RecordedRequest] = []
         self.responder: Callable[[RecordedRequest], Reply] = self._next_reply
+        self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         # A short poll interval keeps shutdown (and so each test's teardown) fast.
         self._thread = threading.Thread(
@@ -94,6 +143,21 @@ class FakeAnthropicServer:
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host!s}:{port}"
+
+    def messages_requests(self) -> list[RecordedRequest]:
+        """The recorded `POST /v1/messages` requests, in arrival order."""
+        with self._lock:
+            return [r for r in self.requests if r.method == "POST" and r.path == MESSAGES_PATH]
+
+    def record(self, request: RecordedRequest) -> None:
+        """Keep `request` (thread-safe: the server answers requests concurrently)."""
+        with self._lock:
+            self.requests.append(request)
+
+    def answer(self, request: RecordedRequest) -> Reply:
+        """The reply to a messages request, chosen by `responder` under the lock."""
+        with self._lock:
+            return self.responder(request)
 
     def _next_reply(self, request: RecordedRequest) -> Reply:
         return self.replies.pop(0) if self.replies else self.default_reply
@@ -113,18 +177,51 @@ class FakeAnthropicServer:
         self._thread.join()
 
 
+NOT_FOUND = Reply(error_body("not_found_error", "no such path"), status=404)
+
+
 def _handler_for(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        # HTTP/1.1 keeps connections open between requests, as the real API does.
+        protocol_version = "HTTP/1.1"
+
+        def do_HEAD(self) -> None:
+            server.record(self._recorded(None))
+            self.send_response(200 if self._path() == "/" else 404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            server.record(self._recorded(None))
+            self._send(NOT_FOUND)
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             raw = self.rfile.read(length)
+            request = self._recorded(json.loads(raw) if raw else None)
+            server.record(request)
+            path = self._path()
+            if path == COUNT_TOKENS_PATH:
+                self._send(Reply({"input_tokens": _rough_token_count(raw)}))
+            elif path != MESSAGES_PATH:
+                self._send(NOT_FOUND)
+            else:
+                self._answer_messages(request)
+
+        def _answer_messages(self, request: RecordedRequest) -> None:
+            reply = server.answer(request)
+            streaming = isinstance(request.body, dict) and request.body.get("stream") is True
+            if streaming and reply.status == 200:
+                self._send_stream(reply.body)
+            else:
+                self._send(reply)
+
+        def _path(self) -> str:
+            return self.path.split("?")[0]
+
+        def _recorded(self, body: Any) -> RecordedRequest:
             headers = {name.lower(): value for name, value in self.headers.items()}
-            request = RecordedRequest(self.path, headers, json.loads(raw) if raw else None)
-            server.requests.append(request)
-            if self.path.split("?")[0] != MESSAGES_PATH:
-                self._send(Reply(error_body("not_found_error", "no such path"), status=404))
-                return
-            self._send(server.responder(request))
+            return RecordedRequest(self._path(), headers, body, self.command)
 
         def _send(self, reply: Reply) -> None:
             payload = json.dumps(reply.body).encode()
@@ -134,7 +231,25 @@ def _handler_for(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(payload)
 
+        def _send_stream(self, body: dict[str, Any]) -> None:
+            chunks = [
+                f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                for name, data in stream_events(body)
+            ]
+            payload = b"".join(chunks)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
         def log_message(self, format: str, *args: Any) -> None:
             """Keep test output clean (the default logs every request to stderr)."""
 
     return Handler
+
+
+def _rough_token_count(raw: bytes) -> int:
+    # About four bytes a token: only the shape of the answer matters to callers.
+    return max(len(raw) // 4, 1)

@@ -1,0 +1,88 @@
+"""Where the real Claude Code CLI is, and the environment that keeps it offline.
+
+`.ci/install-claude-code` installs the pinned `@anthropic-ai/claude-code` into
+`.cache/claude-code/`; `.ci/run` calls it and exports `LL_E2E_CLAUDE` with the binary's
+path. Without that variable the tests look in the same folder, so a developer who ran the
+install once can run them with plain pytest.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+E2E_CLAUDE_ENV = "LL_E2E_CLAUDE"
+CACHED_CLAUDE = REPO_ROOT / ".cache" / "claude-code" / "node_modules" / ".bin" / "claude"
+PINNED_VERSION_FILE = REPO_ROOT / ".ci" / "claude-code-version"
+FAKE_API_KEY = "sk-ant-e2e-fake-key"
+
+# Variables of the calling shell that would send the CLI elsewhere or change its mind.
+_DROPPED = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_MODEL",
+    "CLAUDE_CONFIG_DIR",
+    "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "IS_SANDBOX",
+    "LL_CLAUDE_BIN",
+    "NO_COLOR",
+)
+
+
+def configured_path() -> Path:
+    """Where the binary is expected: `LL_E2E_CLAUDE`, else the cache folder."""
+    configured = os.environ.get(E2E_CLAUDE_ENV)
+    return Path(configured) if configured else CACHED_CLAUDE
+
+
+def claude_binary() -> Path | None:
+    """The installed Claude Code binary, or None when it is not there."""
+    path = configured_path()
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
+def missing_binary_message() -> str:
+    """Why the e2e tests cannot run, and the command that fixes it."""
+    version = PINNED_VERSION_FILE.read_text(encoding="utf-8").strip()
+    return (
+        f"Claude Code CLI not found at {configured_path()}: run `bash .ci/install-claude-code` "
+        f"(npm installs @anthropic-ai/claude-code@{version} into .cache/claude-code/), "
+        f"or set {E2E_CLAUDE_ENV} to a claude binary"
+    )
+
+
+def claude_env(
+    *, base_url: str, home: Path, claude_bin: Path, extra_path: list[Path] | None = None
+) -> dict[str, str]:
+    """Environment for `ll-loop` and the real `claude` it starts: offline, HOME in tmp.
+
+    `IS_SANDBOX=1` is set only for root, where Claude Code refuses
+    `--dangerously-skip-permissions` without it. `extra_path` goes before PATH (the
+    folder of `ll-loop`, so a Bash tool call of the model can run it).
+    """
+    env = {key: value for key, value in os.environ.items() if key not in _DROPPED}
+    env.update(
+        {
+            "HOME": str(home),
+            "ANTHROPIC_BASE_URL": base_url,
+            "ANTHROPIC_API_KEY": FAKE_API_KEY,
+            "LL_CLAUDE_BIN": str(claude_bin),
+            # No telemetry, error reports, update checks or other calls home.
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            # An API error ends claude at once instead of after minutes of retries.
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+        }
+    )
+    if os.geteuid() == 0:
+        env["IS_SANDBOX"] = "1"
+    path = env.get("PATH", "/usr/bin:/bin")
+    env["PATH"] = os.pathsep.join([*(str(p) for p in extra_path or []), path])
+    return env
