@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from little_loops.fsm import output_streams
 from little_loops.fsm import runner as runner_module
 from little_loops.fsm.runner import (
     CLAUDE_NOT_FOUND,
@@ -136,13 +137,13 @@ def test_output_beyond_the_cap_keeps_the_tail_with_a_marker() -> None:
     )
     full = folded("x", 3_000_000, 99) + "\nEND\n"
     dropped = len(full) - 1024 * 1024
-    marker = f"[output truncated: {dropped} earlier characters dropped]\n"
+    marker = f"[output truncated: {dropped} earlier bytes dropped]\n"
     assert result.output == marker + full[dropped:]
 
 
 def test_a_line_longer_than_the_cap_is_cut_inside_the_line() -> None:
     result = DefaultActionRunner(output_cap=10).run("echo 0123456789abcdef", 10, False)
-    assert result.output == "[output truncated: 7 earlier characters dropped]\n789abcdef\n"
+    assert result.output == "[output truncated: 7 earlier bytes dropped]\n789abcdef\n"
 
 
 def test_a_huge_line_reaches_the_callback_in_pieces() -> None:
@@ -369,3 +370,152 @@ def test_cancel_before_an_action_starts_stops_that_action_at_once() -> None:
     assert time.monotonic() - started < 3
     # The pending cancel is used up: the next action runs normally.
     assert runner.run("echo again", timeout=10, is_slash_command=False).output == "again\n"
+
+
+# -- output logs and readers ----------------------------------------------------------
+
+
+def test_stdout_and_stderr_go_whole_to_their_logs(tmp_path: Path) -> None:
+    log = tmp_path / "demo.logs" / "1-build.log"
+    runner = DefaultActionRunner(output_cap=8)
+    result = runner.run("seq 1 5; echo oops >&2; echo again >&2", 10, False, log_path=log)
+    assert log.read_text() == "1\n2\n3\n4\n5\n"
+    stderr_log = tmp_path / "demo.logs" / "1-build.stderr.log"
+    assert stderr_log.read_text() == "oops\nagain\n"
+    marker = f"[output truncated: 2 earlier bytes dropped; full output in {log}]\n"
+    assert result.output == marker + "2\n3\n4\n5\n"
+    stderr_marker = f"[stderr truncated: 3 earlier bytes dropped; full stderr in {stderr_log}]\n"
+    assert result.stderr == stderr_marker + "s\nagain\n"
+    assert (result.output_truncated, result.log_path) == (True, str(log))
+
+
+def test_a_long_stderr_keeps_its_tail_and_names_its_log(tmp_path: Path) -> None:
+    log = tmp_path / "1-x.log"
+    action = "printf abc >&2; sleep 0.1; printf def >&2"
+    result = DefaultActionRunner(output_cap=4).run(action, 10, False, log_path=log)
+    stderr_log = tmp_path / "1-x.stderr.log"
+    assert (
+        result.stderr
+        == f"[stderr truncated: 2 earlier bytes dropped; full stderr in {stderr_log}]\ncdef"
+    )
+    assert stderr_log.read_text() == "abcdef"
+    assert (result.output, result.log_path, log.exists()) == ("", None, False)
+
+
+def test_a_silent_action_leaves_no_log_and_an_old_stderr_log_goes(tmp_path: Path) -> None:
+    log = tmp_path / "1-x.log"
+    (tmp_path / "1-x.stderr.log").write_text("from an earlier attempt\n")
+    result = DefaultActionRunner().run("true", 10, False, log_path=log)
+    assert (result.output, result.log_path, result.output_truncated) == ("", None, False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stderr_log_that_cannot_be_written_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / "1-x.stderr.log").mkdir()  # the log's name is taken by a directory
+    result = DefaultActionRunner(output_cap=2).run(
+        "printf abc >&2", 10, False, log_path=tmp_path / "1-x.log"
+    )
+    assert result.stderr == "[stderr truncated: 1 earlier bytes dropped]\nbc"
+    assert result.exit_code == 0
+
+
+def test_the_log_is_visible_while_the_action_still_runs(tmp_path: Path) -> None:
+    log = tmp_path / "1-x.log"
+    seen: list[str] = []
+    DefaultActionRunner().run(
+        f"echo first; sleep 0.3; cat {log} > {tmp_path / 'copy'}; echo second",
+        10,
+        False,
+        log_path=log,
+        on_line=seen.append,
+    )
+    assert (tmp_path / "copy").read_text() == "first\n"
+    assert seen == ["first", "second"]
+
+
+def test_text_readers_get_blocks_of_whole_lines(tmp_path: Path) -> None:
+    blocks: list[str] = []
+    lines: list[str] = []
+    result = DefaultActionRunner().run(
+        "printf 'a\\r\\nb'; sleep 0.3; printf 'c\\nd\\n'; printf 'no end'",
+        10,
+        False,
+        on_line=lines.append,
+        on_text=blocks.append,
+    )
+    assert lines == ["a", "bc", "d", "no end"]
+    assert "".join(blocks) == "a\nbc\nd\nno end" == result.output
+    assert blocks[0] == "a\n"  # seen before `bc` was complete
+    assert all(block.endswith("\n") for block in blocks[:-1])
+
+
+def test_a_line_longer_than_a_read_arrives_in_pieces_without_cutting_characters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(output_streams, "READ_CHUNK_BYTES", 1000)
+    monkeypatch.setattr(output_streams, "LINE_CHUNK_CHARS", 300)
+    pieces: list[str] = []
+    text = "é" * 1500  # 3000 bytes: a read ends in the middle of a character
+    result = DefaultActionRunner().run(
+        f"printf '{text}\\r\\nend\\n'", 10, False, on_line=pieces.append
+    )
+    assert "".join(pieces[:-1]) == text and pieces[-1] == "end"
+    assert max(len(piece) for piece in pieces) <= 300
+    assert result.output == text + "\nend\n"
+
+
+def test_a_flood_of_lines_is_handed_over_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(output_streams, "FOLLOW_BUDGET_BYTES", 4096)
+    lines: list[str] = []
+    DefaultActionRunner().run("seq 1 20000", 30, False, on_line=lines.append)
+    assert lines == [str(number) for number in range(1, 20001)]
+
+
+def test_without_pidfd_exits_are_still_seen_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner_module, "_open_pidfd", lambda pid: None)
+    runner = DefaultActionRunner()
+    started = time.monotonic()
+    for _ in range(5):
+        assert runner.run("echo hi", 10, False).output == "hi\n"
+    # stderr closed early: the exit itself is waited for.
+    result = runner.run("exec 2>&-; sleep 0.2; echo late", 10, False)
+    assert (result.output, result.exit_code) == ("late\n", 0)
+    assert time.monotonic() - started < 2.0
+
+
+def test_pidfd_open_failing_means_no_pidfd(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_pidfd(pid: int) -> int:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "pidfd_open", no_pidfd)
+    assert runner_module._open_pidfd(os.getpid()) is None
+
+
+def test_a_failure_after_the_start_kills_the_action(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(pid: int) -> int:
+        (tmp_path / "pid").write_text(str(pid))
+        raise RuntimeError("no watching today")
+
+    monkeypatch.setattr(runner_module, "_open_pidfd", broken)
+    with pytest.raises(RuntimeError, match=r"^no watching today$"):
+        DefaultActionRunner().run("sleep 30", 10, False)
+    assert process_gone(int((tmp_path / "pid").read_text()))
+
+
+def test_a_text_reader_alone_gets_lines_and_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(output_streams, "READ_CHUNK_BYTES", 100)
+    blocks: list[str] = []
+    result = DefaultActionRunner().run(
+        "printf '%0250d\\nshort\\n' 0", 10, False, on_text=blocks.append
+    )
+    assert "".join(blocks) == result.output == "0" * 250 + "\nshort\n"
+    assert len(blocks) > 2  # the long line came in pieces
+
+
+def test_stderr_drops_whole_early_chunks_past_the_cap() -> None:
+    result = DefaultActionRunner(output_cap=4).run(
+        "printf aaaa >&2; sleep 0.2; printf bbbb >&2", 10, False
+    )
+    assert result.stderr == "[stderr truncated: 4 earlier bytes dropped]\nbbbb"

@@ -2,58 +2,72 @@
 
 `DefaultActionRunner` owns everything about the child process and nothing about verdicts.
 It starts each action in its own session (so the whole process group can be signalled),
-with stdin from /dev/null, reads stdout line by line as it arrives (handing each line to an
-optional callback), drains stderr on a thread so a chatty stderr never blocks the child,
-and turns every expected failure (missing program, timeout, cancellation) into an
+with stdin from /dev/null and stdout going straight into a file: the per-action log when
+the caller gives a `log_path`, an anonymous temporary file otherwise (see
+`output_streams`). The runner follows that file as it grows and hands each line to an
+optional callback; stderr is a pipe drained whenever it is readable, so a chatty stderr
+never blocks the child. Memory holds only the tails (`output_cap` bytes of each stream).
+Every expected failure (missing program, timeout, cancellation) becomes an
 `ActionResult` instead of an exception.
 
-All waiting happens on one `queue.SimpleQueue` fed by helper threads, so `cancel()` is safe
-to call from another thread or from a signal handler running on the caller's thread.
+All waiting happens in one `select` on the calling thread, over the stderr pipe and a
+pidfd that becomes readable when the action exits; it wakes at least every
+`POLL_SECONDS`, so `cancel()` (safe from another thread or from a signal handler) is
+seen at once when the action dies of it, and within `POLL_SECONDS` otherwise.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import queue
+import selectors
 import signal
 import subprocess
-import threading
 import time
-from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO
+from pathlib import Path
+
+from little_loops.fsm.claude_refusal import CLAUDE_NOT_FOUND as CLAUDE_NOT_FOUND
+from little_loops.fsm.claude_refusal import claude_not_found, claude_refusal
+from little_loops.fsm.output_files import SpareFiles, truncation_marker
+from little_loops.fsm.output_streams import (
+    LineCallback,
+    OutputReaders,
+    StderrPipe,
+    StdoutFile,
+    TextCallback,
+)
 
 DEFAULT_OUTPUT_CAP = 1024 * 1024
-"""Characters of stdout (and of stderr) kept in memory per action: the tail survives."""
+"""Bytes of stdout (and of stderr) kept in memory per action: the tail survives."""
 
 KILL_GRACE_SECONDS = 2.0
 """Time between SIGTERM and SIGKILL when stopping a process group."""
 
 PIPE_DRAIN_SECONDS = 0.5
-"""How long pipes may stay open after the action itself exited (background children)."""
+"""How long stderr may stay open after the action itself exited (background children)."""
 
 ABANDON_READERS_SECONDS = 1.0
-"""After SIGKILL, how long to wait for the pipes before giving up on them."""
+"""After SIGKILL, how long to wait for stderr to close before giving up on it."""
 
-LINE_CHUNK_CHARS = 64 * 1024
-"""Longest piece of a line read at once (a longer line reaches `on_line` in pieces)."""
+POLL_SECONDS = 0.05
+"""Longest wait between checks for a cancel, for new lines, and (without pidfd) an exit."""
 
 TIMEOUT_EXIT_CODE = 124
 MISSING_PROGRAM_EXIT_CODE = 127
 CANCELLED_EXIT_CODE = 130
 
 CLAUDE_BIN_ENV = "LL_CLAUDE_BIN"
-CLAUDE_NOT_FOUND = "claude CLI not found: install Claude Code or set LL_CLAUDE_BIN"
 CANCELLED_MESSAGE = "Action cancelled"
-
-LineCallback = Callable[[str], None]
 
 
 @dataclass
 class ActionResult:
-    """What an action produced. `error` says why it could not run or finish."""
+    """What an action produced. `error` says why it could not run or finish.
+
+    Additions: `output_truncated` says `output` holds only the tail of stdout (behind a
+    marker line); `log_path` is the file holding all of stdout, when one was written.
+    """
 
     output: str
     stderr: str
@@ -61,6 +75,8 @@ class ActionResult:
     duration_ms: int
     timed_out: bool = False
     error: str | None = None
+    output_truncated: bool = False
+    log_path: str | None = None
 
 
 def is_slash_command(action: str) -> bool:
@@ -74,105 +90,41 @@ def is_slash_command(action: str) -> bool:
     return "/" not in first_word[1:]
 
 
-class _TailBuffer:
-    """Keeps the last `cap` characters appended to it and counts what it dropped."""
-
-    def __init__(self, cap: int) -> None:
-        self._cap = cap
-        self._chunks: deque[str] = deque()
-        self._size = 0
-        self.dropped = 0
-
-    def append(self, text: str) -> None:
-        self._chunks.append(text)
-        self._size += len(text)
-        while self._size > self._cap:
-            excess = self._size - self._cap
-            first = self._chunks[0]
-            if len(first) <= excess:
-                self._chunks.popleft()
-                cut = len(first)
-            else:
-                self._chunks[0] = first[excess:]
-                cut = excess
-            self._size -= cut
-            self.dropped += cut
-
-    def text(self) -> str:
-        body = "".join(self._chunks)
-        if self.dropped:
-            return f"[output truncated: {self.dropped} earlier characters dropped]\n{body}"
-        return body
-
-
-# Messages the helper threads put on the queue. Lines arrive as ("line", text).
-_STDOUT_EOF = ("stdout_eof", "")
-_STDERR_EOF = ("stderr_eof", "")
-_EXITED = ("exited", "")
-_CANCEL = ("cancel", "")
-_STREAM_OF_EOF = {"stdout_eof": "stdout", "stderr_eof": "stderr"}
+def _open_pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when `pid` exits; None where there is none."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux, or a kernel before 5.3
+        return None
 
 
 class _RunningAction:
-    """One started process and the threads that watch it."""
+    """One started process, its two output streams, and the wait for its end."""
 
-    def __init__(self, process: subprocess.Popen[str], output_cap: int) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], stdout: StdoutFile, cap: int) -> None:
+        assert process.stderr is not None
         self.process = process
-        self.events: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
-        self.stdout = _TailBuffer(output_cap)
-        self.stderr = _TailBuffer(output_cap)
-        self.open_streams = {"stdout", "stderr"}
-        self.exited = False
-        self.exited_at: float | None = None
+        self.stdout = stdout
+        self.stderr = StderrPipe(process.stderr, cap, stdout.wanted_log_path)
         self.cancelled = False
-        assert process.stdout is not None and process.stderr is not None
-        self._start_thread(self._pump, process.stdout, "line", _STDOUT_EOF)
-        self._start_thread(self._pump, process.stderr, "err", _STDERR_EOF)
-        self._start_thread(self._wait_for_exit)
-
-    def _start_thread(self, target: Callable[..., None], *args: object) -> None:
-        # Daemon threads: a reader stuck on a pipe held by an escaped grandchild must never
-        # keep the program alive.
-        threading.Thread(target=target, args=args, daemon=True).start()
-
-    def _pump(self, stream: IO[str], kind: str, eof: tuple[str, str]) -> None:
-        # The reader owns its pipe and closes it at the end, even if nobody waits any more.
-        with stream:
-            # Bounded reads: one enormous line without a newline arrives in pieces.
-            for line in iter(lambda: stream.readline(LINE_CHUNK_CHARS), ""):
-                self.events.put((kind, line))
-        self.events.put(eof)
-
-    def _wait_for_exit(self) -> None:
-        self.process.wait()
-        self.events.put(_EXITED)
+        self.exited_at: float | None = None
+        self._behind = False  # the last follow stopped with lines still unread
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.stderr.fd, selectors.EVENT_READ)
+        self._pidfd = _open_pidfd(process.pid)
+        if self._pidfd is not None:
+            self._selector.register(self._pidfd, selectors.EVENT_READ)
 
     @property
     def finished(self) -> bool:
-        return self.exited and not self.open_streams
+        return self.exited_at is not None and not self.stderr.open
 
-    def handle(self, kind: str, text: str, on_line: LineCallback | None) -> None:
-        """Apply one queue message to the collected state."""
-        if kind == "line":
-            self.stdout.append(text)
-            if on_line is not None:
-                on_line(text.removesuffix("\n"))
-        elif kind == "err":
-            self.stderr.append(text)
-        elif kind == "exited":
-            self.exited = True
-            self.exited_at = time.monotonic()
-        elif kind == "cancel":
-            self.cancelled = True
-        else:
-            self.open_streams.discard(_STREAM_OF_EOF[kind])
+    def wait(self, deadline: float, readers: OutputReaders) -> str:
+        """Watch the action until something decides the outcome; return that outcome.
 
-    def wait(self, deadline: float, on_line: LineCallback | None) -> str:
-        """Handle messages until something decides the outcome; return that outcome.
-
-        `finished`: exited and both pipes closed. `cancelled`: `cancel()` was called.
+        `finished`: exited and stderr closed. `cancelled`: `cancel()` was called.
         `timeout`: the deadline passed while the action was still running. `lingering`:
-        the action exited but a background child kept its pipes open past the drain time.
+        the action exited but a background child kept stderr open past the drain time.
         """
         while not self.finished:
             if self.cancelled:
@@ -180,45 +132,83 @@ class _RunningAction:
             limit = deadline
             if self.exited_at is not None:
                 limit = min(deadline, self.exited_at + PIPE_DRAIN_SECONDS)
-            if not self._handle_next(limit, on_line):
-                return "lingering" if self.exited else "timeout"
-        return "finished"
+            if not self._step(limit, readers):
+                return "lingering" if self.exited_at is not None else "timeout"
+        # A cancel that killed the action shows up as its exit: it is still a cancel.
+        return "cancelled" if self.cancelled else "finished"
 
-    def collect(self, until: float, on_line: LineCallback | None) -> bool:
-        """Handle messages until finished or `until`; True when finished."""
+    def collect(self, until: float, readers: OutputReaders) -> bool:
+        """Watch until finished or `until`; True when finished."""
         while not self.finished:
-            if not self._handle_next(until, on_line):
+            if not self._step(until, readers):
                 return False
         return True
 
-    def _handle_next(self, limit: float, on_line: LineCallback | None) -> bool:
+    def _step(self, limit: float, readers: OutputReaders) -> bool:
+        """Wait for one change (at most until `limit`) and take it in; False past `limit`."""
         remaining = limit - time.monotonic()
         if remaining <= 0:
             return False
-        try:
-            kind, text = self.events.get(timeout=remaining)
-        except queue.Empty:
-            return False
-        self.handle(kind, text, on_line)
+        timeout = 0.0 if self._behind else min(remaining, POLL_SECONDS)
+        if self._pidfd is None and not self.stderr.open and self.exited_at is None:
+            # Nothing left to select on: wait for the exit itself (no pidfd to watch).
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout)
+            timeout = 0.0
+        for key, _ in self._selector.select(timeout):
+            if key.fd == self.stderr.fd:
+                self._drain_stderr()
+        if readers.present:
+            self._behind = self.stdout.follow(readers)
+        self.stdout.publish_log()
+        self._note_exit()
         return True
+
+    def _drain_stderr(self) -> None:
+        self.stderr.drain()
+        if not self.stderr.open:
+            self._selector.unregister(self.stderr.fd)
+
+    def _note_exit(self) -> None:
+        if self.exited_at is None and self.process.poll() is not None:
+            self.exited_at = time.monotonic()
+            self._close_pidfd()
+
+    def _close_pidfd(self) -> None:
+        if self._pidfd is not None:
+            self._selector.unregister(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
 
     def signal_group(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):  # group already gone
             os.killpg(self.process.pid, signum)
 
-    def stop_group(self, on_line: LineCallback | None) -> None:
+    def stop_group(self, readers: OutputReaders) -> None:
         """SIGTERM the group, wait the grace period, SIGKILL, then collect what is left."""
         self.signal_group(signal.SIGTERM)
-        if self.collect(time.monotonic() + KILL_GRACE_SECONDS, on_line):
+        if self.collect(time.monotonic() + KILL_GRACE_SECONDS, readers):
             return
         self.signal_group(signal.SIGKILL)
-        self.collect(time.monotonic() + ABANDON_READERS_SECONDS, on_line)
+        self.collect(time.monotonic() + ABANDON_READERS_SECONDS, readers)
+
+    def close(self) -> None:
+        """Release the descriptors (the process is reaped or abandoned by now)."""
+        self._close_pidfd()
+        self._selector.close()
+        self.stderr.close()
+        self.stdout.close()
 
 
 class DefaultActionRunner:
-    """Runs shell actions with `bash -c` and slash commands with the `claude` CLI."""
+    """Runs shell actions with `bash -c` and slash commands with the `claude` CLI.
+
+    `supports_streaming`: `run` takes `on_line` (and `on_text`). `supports_output_log`:
+    `run` takes `log_path`, the file that receives the action's whole stdout.
+    """
 
     supports_streaming = True
+    supports_output_log = True
 
     def __init__(
         self, *, claude_bin: str | None = None, output_cap: int = DEFAULT_OUTPUT_CAP
@@ -226,6 +216,7 @@ class DefaultActionRunner:
         self.claude_bin = claude_bin
         self.output_cap = output_cap
         self._current: _RunningAction | None = None
+        self._spare_logs = SpareFiles()
         # A cancel that arrives while no process runs (between actions, or just before one
         # starts) must still stop the next action, or Ctrl-C would wait for it to finish.
         self._cancel_requested = False
@@ -237,12 +228,21 @@ class DefaultActionRunner:
         is_slash_command: bool,
         *,
         on_line: LineCallback | None = None,
+        log_path: Path | None = None,
+        on_text: TextCallback | None = None,
     ) -> ActionResult:
-        """Run `action` for at most `timeout` seconds; never raises for expected failures."""
+        """Run `action` for at most `timeout` seconds; never raises for expected failures.
+
+        `on_line` gets each line of stdout (without its line break) as it is written,
+        `on_text` the same text in blocks of whole lines (see `OutputReaders`).
+        `log_path` (its folder is created, an old file there replaced) receives all of
+        stdout, and `<log_path minus .log>.stderr.log` all of stderr; each appears once
+        the action has printed something to it (see `output_files.PendingLog`).
+        """
         started = time.monotonic()
         argv = self._argv(action, is_slash_command)
         try:
-            running = self._start(argv)
+            running = self._start(argv, log_path)
         except (OSError, ValueError) as exc:
             message = _start_failure_message(argv[0], exc, is_slash_command)
             return ActionResult(
@@ -256,7 +256,8 @@ class DefaultActionRunner:
         if self._cancel_requested:
             self._cancel_running(running)
         try:
-            return self._supervise(running, started, timeout, on_line, is_slash_command)
+            readers = OutputReaders(on_line, on_text)
+            return self._supervise(running, started, timeout, readers, is_slash_command)
         except BaseException:
             # Ctrl-C or a raising line callback: never leave the action running behind us.
             running.signal_group(signal.SIGKILL)
@@ -264,6 +265,7 @@ class DefaultActionRunner:
         finally:
             self._current = None
             self._cancel_requested = False
+            running.close()
 
     def cancel(self) -> None:
         """Stop the running action, or the next one to start (safe from signal handlers)."""
@@ -274,8 +276,8 @@ class DefaultActionRunner:
 
     @staticmethod
     def _cancel_running(running: _RunningAction) -> None:
-        # Queue the cancel before signalling, so it is seen before the exit it causes.
-        running.events.put(_CANCEL)
+        # Flag before signalling, so the exit the signal causes is seen as a cancel.
+        running.cancelled = True
         running.signal_group(signal.SIGTERM)
 
     def _argv(self, action: str, is_slash_command: bool) -> list[str]:
@@ -286,75 +288,104 @@ class DefaultActionRunner:
     def _claude_bin(self) -> str:
         return self.claude_bin or os.environ.get(CLAUDE_BIN_ENV) or "claude"
 
-    def _start(self, argv: list[str]) -> _RunningAction:
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="backslashreplace",
-            start_new_session=True,
-        )
-        return _RunningAction(process, self.output_cap)
+    def _start(self, argv: list[str], log_path: Path | None) -> _RunningAction:
+        stdout = StdoutFile(log_path, self._spare_logs)
+        try:
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout.fd,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except BaseException:
+            stdout.close()
+            raise
+        try:
+            running = _RunningAction(process, stdout, self.output_cap)
+        except BaseException:
+            _kill_and_reap(process)
+            stdout.close()
+            raise
+        if log_path is not None:
+            self._spare_logs.prepare(log_path.parent)  # for the next action, while this runs
+        return running
 
     def _supervise(
         self,
         running: _RunningAction,
         started: float,
         timeout: float,
-        on_line: LineCallback | None,
+        readers: OutputReaders,
         is_slash_command: bool,
     ) -> ActionResult:
-        outcome = running.wait(started + timeout, on_line)
+        outcome = running.wait(started + timeout, readers)
         if outcome != "finished":
-            running.stop_group(on_line)
+            running.stop_group(readers)
+        running.stdout.finish(readers)
+        running.stdout.publish_log()
+        result = self._result(running, readers.present)
+        result.duration_ms = _ms_since(started)
         if outcome == "cancelled":
-            return _interrupted(running, started, CANCELLED_EXIT_CODE, CANCELLED_MESSAGE)
-        if outcome == "timeout":
-            message = f"Action timed out after {timeout:g}s"
-            return _interrupted(running, started, TIMEOUT_EXIT_CODE, message)
-        return self._completed(running, started, is_slash_command)
+            _mark_interrupted(result, CANCELLED_EXIT_CODE, CANCELLED_MESSAGE)
+        elif outcome == "timeout":
+            _mark_interrupted(result, TIMEOUT_EXIT_CODE, f"Action timed out after {timeout:g}s")
+        elif is_slash_command:
+            _explain_claude_refusal(result)
+        return result
 
-    def _completed(
-        self, running: _RunningAction, started: float, is_slash_command: bool
-    ) -> ActionResult:
+    def _result(self, running: _RunningAction, followed: bool) -> ActionResult:
+        output, dropped = running.stdout.tail(self.output_cap, followed=followed)
+        log_path = str(running.stdout.log_path) if running.stdout.log_path else None
+        if dropped:
+            output = truncation_marker("output", dropped, log_path) + output
+        # None only for a process that could not be reaped after a timeout or cancel,
+        # whose exit code is replaced by 124 or 130 anyway.
         exit_code = running.process.returncode
-        output = running.stdout.text()
-        stderr = running.stderr.text()
-        error = None
-        if is_slash_command and exit_code != 0 and not output.strip():
-            # claude refused to start (not logged in, running as root, bad flags...): its
-            # own message is the useful one, and the state must get the `error` verdict.
-            error = f"claude exited with code {exit_code}: {stderr.strip() or 'no message'}"
-        return ActionResult(output, stderr, exit_code, _ms_since(started), False, error)
+        return ActionResult(
+            output=output,
+            stderr=running.stderr.text(),
+            exit_code=exit_code if exit_code is not None else -1,
+            duration_ms=0,
+            output_truncated=dropped > 0,
+            log_path=log_path,
+        )
+
+
+def _kill_and_reap(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert process.stderr is not None  # started with stderr=PIPE
+    process.stderr.close()
+
+
+def _explain_claude_refusal(result: ActionResult) -> None:
+    # claude refused to start (not logged in, running as root, bad flags...): its own
+    # message and what to do about it are the useful part, and the state must get the
+    # `error` verdict (see `claude_refusal`).
+    refusal = claude_refusal(result.exit_code, result.output, result.stderr)
+    if refusal is not None:
+        result.error = refusal
+
+
+def _mark_interrupted(result: ActionResult, exit_code: int, message: str) -> None:
+    if result.stderr and not result.stderr.endswith("\n"):
+        result.stderr += "\n"
+    result.stderr += message
+    result.exit_code = exit_code
+    result.timed_out = exit_code == TIMEOUT_EXIT_CODE
+    result.error = message
 
 
 def _start_failure_message(program: str, exc: OSError | ValueError, is_slash_command: bool) -> str:
     if is_slash_command and isinstance(exc, FileNotFoundError):
-        return CLAUDE_NOT_FOUND
+        return claude_not_found(program)
     if isinstance(exc, FileNotFoundError):
         return f"Cannot run action: program '{program}' not found"
     if isinstance(exc, OSError):
         return f"Cannot run action: {program}: {exc.strerror or exc}"
     return f"Cannot run action: {exc}"
-
-
-def _interrupted(
-    running: _RunningAction, started: float, exit_code: int, message: str
-) -> ActionResult:
-    stderr = running.stderr.text()
-    if stderr and not stderr.endswith("\n"):
-        stderr += "\n"
-    return ActionResult(
-        output=running.stdout.text(),
-        stderr=stderr + message,
-        exit_code=exit_code,
-        duration_ms=_ms_since(started),
-        timed_out=exit_code == TIMEOUT_EXIT_CODE,
-        error=message,
-    )
 
 
 def _ms_since(started: float) -> int:

@@ -1,0 +1,426 @@
+"""ll-loop benchmarks: `python benchmarks/run.py` (add `--quick` for a small, fast run).
+
+Every figure is measured in this run, next to a baseline measured in the same run, and
+printed with its target:
+
+(a) a loop of 1,000 `true` actions through `ll-loop run`, against the floor of running the
+    same 1,000 `bash -c true` processes from Python;
+(b) one action printing 200 MB of test-runner chatter with a `CONTEXT_HANDOFF:` marker on
+    its last line, against `cat`-ing the same output to a file: wall time, peak memory of
+    the `ll-loop` process, size of the state file, whether the marker was found;
+(c) `ll-loop history --tail 10` over a 1,000,000-line events file;
+(d) `ll-loop --help` start-up time, against `python -c pass`.
+
+Everything happens in a temporary directory (under $TMPDIR), removed at the end. Timings
+are wall-clock medians over `--repeats` runs, baselines and ll-loop runs interleaved so
+that a busy machine slows both alike. Peak memory comes from `wait4()`, the kernel's
+account of the ll-loop process (its children are a few MB and never the peak).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LL_LOOP = [sys.executable, "-m", "little_loops.cli"]
+MIB = 1024 * 1024
+HANDOFF_PROMPT = "continue with the failing tests of chunk 42"
+
+FLOOR_SCRIPT = """
+import subprocess, sys
+for _ in range(int(sys.argv[1])):
+    subprocess.run(["bash", "-c", "true"])
+"""
+
+# Where the time of (a) goes, layer by layer, all in one process (prints `<step> <ms>`).
+BREAKDOWN_SCRIPT = """
+import os, subprocess, sys, time
+from pathlib import Path
+from little_loops.fsm.executor import FSMExecutor
+from little_loops.fsm.persistence import PersistentExecutor
+from little_loops.fsm.runner import DefaultActionRunner
+from little_loops.fsm.schema import FSMLoop
+
+n, root = int(sys.argv[1]), Path(sys.argv[2])
+states = {"run": {"action": "true", "next": "run"}, "done": {"terminal": True}}
+loop = lambda: FSMLoop.from_dict(
+    {"name": "spin", "initial": "run", "max_iterations": n, "states": states}
+)
+
+def floor():
+    for _ in range(n):
+        subprocess.run(["bash", "-c", "true"])
+
+def runner():
+    action_runner = DefaultActionRunner()
+    for _ in range(n):
+        action_runner.run("true", 10, False)
+
+def executor():
+    FSMExecutor(loop()).run()
+
+def files_no_fsync():
+    real_fsync, os.fsync = os.fsync, lambda fd: None
+    try:
+        PersistentExecutor(loop(), loops_dir=root / "no-fsync").run()
+    finally:
+        os.fsync = real_fsync
+
+def files():
+    PersistentExecutor(loop(), loops_dir=root / "fsync").run()
+
+for step in (floor, runner, executor, files_no_fsync, files):
+    started = time.perf_counter()
+    step()
+    print(step.__name__, (time.perf_counter() - started) / n * 1000)
+"""
+BREAKDOWN_LABELS = {
+    "floor": "subprocess.run (the floor)",
+    "runner": "+ the runner (own session, log file, select)",
+    "executor": "+ the executor (states, events, no files)",
+    "files_no_fsync": "+ state, events, logs on disk, no fsync",
+    "files": "+ fsync of each state write (as shipped)",
+}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How big each benchmark is."""
+
+    actions: int
+    output_bytes: int
+    event_lines: int
+    repeats: int
+
+
+FULL = Sizes(actions=1000, output_bytes=200 * 1000 * 1000, event_lines=1_000_000, repeats=3)
+QUICK = Sizes(actions=50, output_bytes=5 * 1000 * 1000, event_lines=20_000, repeats=1)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One process run: wall seconds, exit code, peak RSS in bytes, standard output."""
+
+    seconds: float
+    exit_code: int
+    peak_rss: int
+    stdout: str
+
+
+class Project:
+    """A throw-away project directory with `.loops/`, and a way to run commands in it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.loops = root / ".loops"
+        self.loops.mkdir(parents=True)
+        self.env = {
+            **os.environ,
+            "HOME": str(root),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "scripts"), _pythonpath()])),
+            "NO_COLOR": "1",
+        }
+
+    def write_loop(self, name: str, text: str) -> None:
+        (self.loops / f"{name}.yaml").write_text(text, encoding="utf-8")
+
+    def run(self, argv: list[str]) -> Measured:
+        """Run `argv` here; its stdout is kept, its stderr shown only if it fails."""
+        out_path, err_path = self.root / "stdout.txt", self.root / "stderr.txt"
+        with out_path.open("wb") as out, err_path.open("wb") as err:
+            started = time.perf_counter()
+            process = subprocess.Popen(argv, cwd=self.root, env=self.env, stdout=out, stderr=err)
+            _, status, usage = os.wait4(process.pid, 0)
+            seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4
+        stdout = out_path.read_text(encoding="utf-8", errors="replace")
+        return Measured(seconds, process.returncode, usage.ru_maxrss * 1024, stdout)
+
+    def expect(self, measured: Measured, exit_code: int, what: str) -> Measured:
+        if measured.exit_code != exit_code:
+            errors = (self.root / "stderr.txt").read_text(encoding="utf-8", errors="replace")
+            raise SystemExit(
+                f"{what}: exit code {measured.exit_code}, expected {exit_code}\n{errors}"
+            )
+        return measured
+
+
+def _pythonpath() -> str:
+    return os.environ.get("PYTHONPATH", "")
+
+
+# --- printing -------------------------------------------------------------------------
+
+
+def figure(label: str, value: str, note: str = "") -> None:
+    print(f"    {label:<44} {value:>12}  {note}".rstrip())
+
+
+def verdict(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
+
+
+def seconds(value: float) -> str:
+    return f"{value:.3f} s"
+
+
+def median_runs(runs: list[Measured]) -> float:
+    return statistics.median(run.seconds for run in runs)
+
+
+def interleaved(repeats: int, *runners: Callable[[], Measured]) -> list[list[Measured]]:
+    """Run each runner `repeats` times, alternating, so machine load hits them alike."""
+    results: list[list[Measured]] = [[] for _ in runners]
+    for _ in range(repeats):
+        for index, runner in enumerate(runners):
+            results[index].append(runner())
+    return results
+
+
+# --- (a) many short actions -----------------------------------------------------------
+
+
+def bench_many_actions(project: Project, sizes: Sizes) -> None:
+    n = sizes.actions
+    project.write_loop(
+        "spin",
+        f"name: spin\ninitial: run\nmax_iterations: {n}\n"
+        "states:\n  run:\n    action: 'true'\n    next: run\n  done:\n    terminal: true\n",
+    )
+    floor_argv = [sys.executable, "-c", FLOOR_SCRIPT, str(n)]
+    floor_runs, loop_runs = interleaved(
+        sizes.repeats,
+        lambda: project.expect(project.run(floor_argv), 0, "floor"),
+        # max_iterations reached: exit code 4, after exactly n actions.
+        lambda: project.expect(project.run([*LL_LOOP, "run", "-q", "spin"]), 4, "spin loop"),
+    )
+    _check_iterations(project, "spin", n)
+    floor, loop = median_runs(floor_runs), median_runs(loop_runs)
+    print(f"(a) a loop of {n} `true` actions (median of {sizes.repeats})")
+    figure(f"floor: {n} x bash -c true from Python", seconds(floor))
+    figure("ll-loop run", seconds(loop))
+    figure("per action: floor", f"{floor / n * 1000:.2f} ms")
+    figure("per action: ll-loop", f"{loop / n * 1000:.2f} ms")
+    ratio = loop / floor
+    figure("ratio ll-loop / floor", f"{ratio:.2f}x", f"target <= 1.3x: {verdict(ratio <= 1.3)}")
+    _breakdown(project, sizes)
+
+
+def _breakdown(project: Project, sizes: Sizes) -> None:
+    """The same actions in one process, one layer more at each step: what each costs."""
+    argv = [sys.executable, "-c", BREAKDOWN_SCRIPT, str(sizes.actions), str(project.root)]
+    per_step: dict[str, list[float]] = {name: [] for name in BREAKDOWN_LABELS}
+    for _ in range(sizes.repeats):
+        measured = project.expect(project.run(argv), 0, "breakdown")
+        for line in measured.stdout.splitlines():
+            name, value = line.split()
+            per_step[name].append(float(value))
+    print("    per action, layer by layer, in one process:")
+    for name, label in BREAKDOWN_LABELS.items():
+        figure(label, f"{statistics.median(per_step[name]):.2f} ms")
+
+
+def _check_iterations(project: Project, name: str, expected: int) -> None:
+    state = json.loads((project.loops / ".running" / f"{name}.state.json").read_text())
+    if state["iteration"] != expected:
+        raise SystemExit(f"{name}: {state['iteration']} iterations, expected {expected}")
+
+
+# --- (b) one chatty action ------------------------------------------------------------
+
+
+def chatty_output(path: Path, size: int) -> None:
+    """`size` bytes of pytest-like lines, then the handoff marker on the last line."""
+    lines = [
+        f"tests/test_module_{i % 97:02d}.py::test_case_{i:06d} PASSED"
+        f"{' ' * (i % 13)}[{i % 100:3d}%]\n"
+        for i in range(12_000)
+    ]
+    block = "".join(lines).encode()
+    with path.open("wb") as handle:
+        for _ in range(size // len(block)):
+            handle.write(block)
+        handle.write(block[: size % len(block)].rpartition(b"\n")[0] + b"\n")
+        handle.write(f"CONTEXT_HANDOFF: {HANDOFF_PROMPT}\n".encode())
+
+
+def bench_chatty_action(project: Project, sizes: Sizes) -> None:
+    source = project.root / "chatter.txt"
+    chatty_output(source, sizes.output_bytes)
+    copy = project.root / "copy.txt"
+    project.write_loop("chatty", _one_action_loop("chatty", f"cat {source}"))
+    project.write_loop("quiet", _one_action_loop("quiet", "true"))
+    baseline = [*["bash", "-c", f"cat {source} > {copy}"]]
+    cat_runs, loop_runs, startup_runs = interleaved(
+        sizes.repeats,
+        lambda: project.expect(project.run(baseline), 0, "cat"),
+        lambda: _chatty_run(project),
+        lambda: project.expect(project.run([*LL_LOOP, "run", "-q", "quiet"]), 0, "quiet loop"),
+    )
+    _report_chatty(project, source, cat_runs, loop_runs, startup_runs)
+    for path in (source, copy):
+        path.unlink()
+
+
+def _one_action_loop(name: str, action: str) -> str:
+    return (
+        f"name: {name}\ninitial: work\nstates:\n  work:\n    action: {json.dumps(action)}\n"
+        "    next: done\n  done:\n    terminal: true\n"
+    )
+
+
+def _chatty_run(project: Project) -> Measured:
+    shutil.rmtree(project.loops / ".history", ignore_errors=True)  # earlier runs' 200 MB logs
+    # A handoff pauses the loop: exit code 3.
+    return project.expect(project.run([*LL_LOOP, "run", "-q", "chatty"]), 3, "chatty loop")
+
+
+def _report_chatty(
+    project: Project,
+    source: Path,
+    cat_runs: list[Measured],
+    loop_runs: list[Measured],
+    startup_runs: list[Measured],
+) -> None:
+    size_mb = source.stat().st_size / 1e6
+    cat, loop, startup = median_runs(cat_runs), median_runs(loop_runs), median_runs(startup_runs)
+    print(f"(b) one action printing {size_mb:.0f} MB, CONTEXT_HANDOFF on its last line")
+    figure("cat to a file", seconds(cat))
+    figure("ll-loop run", seconds(loop))
+    ratio = loop / cat
+    figure("ratio ll-loop / cat", f"{ratio:.2f}x", f"target <= 1.5x: {verdict(ratio <= 1.5)}")
+    figure("ll-loop fixed cost (a loop of one `true`)", seconds(startup))
+    net = max(loop - startup, 0.0) / cat
+    figure("ratio without the fixed cost", f"{net:.2f}x")
+    peak = max(run.peak_rss for run in loop_runs)
+    figure(
+        "peak RSS of ll-loop",
+        f"{peak / MIB:.1f} MiB",
+        f"target < 100 MiB: {verdict(peak < 100 * MIB)}",
+    )
+    _report_files(project)
+
+
+def _report_files(project: Project) -> None:
+    running = project.loops / ".running"
+    state_size = (running / "chatty.state.json").stat().st_size
+    figure("state file", f"{state_size} B", f"target < 1 MiB: {verdict(state_size < MIB)}")
+    log = running / "chatty.logs" / "1-work.log"
+    figure("action log (whole stdout)", f"{log.stat().st_size / 1e6:.1f} MB", str(log.name))
+    state = json.loads((running / "chatty.state.json").read_text())
+    found = state.get("status") == "awaiting_continuation" and (
+        state.get("continuation_prompt") == HANDOFF_PROMPT
+    )
+    figure("handoff marker found", "yes" if found else "no", f"status {state.get('status')}")
+
+
+# --- (c) history over a long events file ----------------------------------------------
+
+
+def events_file(path: Path, lines: int) -> None:
+    """`lines` events of a long run, in the shape ll-loop writes them."""
+    stamp = "2025-01-01T00:00:00.000000+00:00"
+    cycle = [
+        {"event": "state_enter", "ts": stamp, "state": "check", "iteration": 1},
+        {"event": "action_start", "ts": stamp, "action": "pytest -q tests/"},
+        {"event": "action_complete", "ts": stamp, "exit_code": 1, "duration_ms": 5123},
+        {"event": "evaluate", "ts": stamp, "type": "exit_code", "verdict": "failure"},
+        {"event": "route", "ts": stamp, "from": "check", "to": "fix", "verdict": "failure"},
+    ]
+    block = "".join(json.dumps(event) + "\n" for event in cycle * 200)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for _ in range(lines // 1000):
+            handle.write(block)
+        handle.write("".join(block.splitlines(keepends=True)[: lines % 1000]))
+
+
+def bench_history_tail(project: Project, sizes: Sizes) -> None:
+    path = project.loops / ".running" / "long.events.jsonl"
+    events_file(path, sizes.event_lines)
+    argv = [*LL_LOOP, "history", "--tail", "10", "long"]
+    repeats = max(sizes.repeats, 3)
+    (runs,) = interleaved(repeats, lambda: project.expect(project.run(argv), 0, "history"))
+    shown = len(runs[0].stdout.splitlines())
+    elapsed = median_runs(runs)
+    size_mb = path.stat().st_size / 1e6
+    header = f"(c) history --tail 10 over {sizes.event_lines} events, {size_mb:.0f} MB"
+    print(f"{header} (median of {repeats})")
+    figure(
+        "ll-loop history --tail 10", seconds(elapsed), f"target < 0.2 s: {verdict(elapsed < 0.2)}"
+    )
+    figure("lines printed", str(shown))
+    path.unlink()
+
+
+# --- (d) start-up ---------------------------------------------------------------------
+
+
+def bench_startup(project: Project, sizes: Sizes) -> None:
+    repeats = max(sizes.repeats * 3, 5)
+    floor_runs, help_runs = interleaved(
+        repeats,
+        lambda: project.expect(project.run([sys.executable, "-c", "pass"]), 0, "python"),
+        lambda: project.expect(project.run([*LL_LOOP, "--help"]), 0, "ll-loop --help"),
+    )
+    floor, start = median_runs(floor_runs), median_runs(help_runs)
+    print(f"(d) start-up (median of {repeats})")
+    figure("python -c pass", seconds(floor))
+    figure("ll-loop --help", seconds(start), f"target < 0.15 s: {verdict(start < 0.15)}")
+
+
+# --- main -----------------------------------------------------------------------------
+
+
+BENCHMARKS: dict[str, Callable[[Project, Sizes], None]] = {
+    "a": bench_many_actions,
+    "b": bench_chatty_action,
+    "c": bench_history_tail,
+    "d": bench_startup,
+}
+
+
+def machine() -> str:
+    load = " ".join(f"{value:.2f}" for value in os.getloadavg())
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, load average {load}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
+    parser.add_argument("--repeats", type=int, help="runs per figure (default 3; quick: 1)")
+    parser.add_argument(
+        "--only", default="abcd", help="which benchmarks, e.g. `--only b` (default: abcd)"
+    )
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    if args.repeats:
+        sizes = Sizes(sizes.actions, sizes.output_bytes, sizes.event_lines, args.repeats)
+    print(f"ll-loop benchmarks ({'quick' if args.quick else 'full'}): {machine()}")
+    root = Path(tempfile.mkdtemp(prefix="ll-loop-bench-"))
+    try:
+        for letter, bench in BENCHMARKS.items():
+            if letter in args.only:
+                bench(Project(root / bench.__name__), sizes)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

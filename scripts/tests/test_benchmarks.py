@@ -1,0 +1,65 @@
+"""`benchmarks/run.py --quick` runs end to end and prints every figure (no timing checks)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
+NUMBER = r"\d+(\.\d+)?"
+TARGET = r"target [<=]+ [\d.]+ ?(x|s|MiB): (ok|MISSED)"
+
+# One pattern per printed figure line, in order.
+EXPECTED_LINES = [
+    rf"ll-loop benchmarks \(quick\): Linux .*, {NUMBER} CPUs, Python 3\.\d+\.\d+, load average .*",
+    r"\(a\) a loop of 50 `true` actions \(median of 1\)",
+    rf"floor: 50 x bash -c true from Python +{NUMBER} s",
+    rf"ll-loop run +{NUMBER} s",
+    rf"per action: floor +{NUMBER} ms",
+    rf"per action: ll-loop +{NUMBER} ms",
+    rf"ratio ll-loop / floor +{NUMBER}x  {TARGET}",
+    r"per action, layer by layer, in one process:",
+    rf"subprocess.run \(the floor\) +{NUMBER} ms",
+    rf"\+ the runner \(own session, log file, select\) +{NUMBER} ms",
+    rf"\+ the executor \(states, events, no files\) +{NUMBER} ms",
+    rf"\+ state, events, logs on disk, no fsync +{NUMBER} ms",
+    rf"\+ fsync of each state write \(as shipped\) +{NUMBER} ms",
+    r"\(b\) one action printing 5 MB, CONTEXT_HANDOFF on its last line",
+    rf"cat to a file +{NUMBER} s",
+    rf"ll-loop run +{NUMBER} s",
+    rf"ratio ll-loop / cat +{NUMBER}x  {TARGET}",
+    rf"ll-loop fixed cost \(a loop of one `true`\) +{NUMBER} s",
+    rf"ratio without the fixed cost +{NUMBER}x",
+    rf"peak RSS of ll-loop +{NUMBER} MiB  {TARGET}",
+    rf"state file +{NUMBER} B  target < 1 MiB: ok",
+    r"action log \(whole stdout\) +5\.0 MB  1-work\.log",
+    r"handoff marker found +yes  status awaiting_continuation",
+    r"\(c\) history --tail 10 over 20000 events, \d+ MB \(median of 3\)",
+    rf"ll-loop history --tail 10 +{NUMBER} s  {TARGET}",
+    r"lines printed +10",
+    r"\(d\) start-up \(median of 5\)",
+    rf"python -c pass +{NUMBER} s",
+    rf"ll-loop --help +{NUMBER} s  {TARGET}",
+]
+
+
+def test_quick_benchmark_prints_every_figure(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
+    finished = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--quick"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    lines = [line.strip() for line in finished.stdout.splitlines()]
+    assert len(lines) == len(EXPECTED_LINES), finished.stdout
+    for line, pattern in zip(lines, EXPECTED_LINES, strict=True):
+        assert re.fullmatch(pattern, line), f"{line!r} does not match {pattern!r}"
+    assert list(tmp_path.iterdir()) == []  # the benchmark cleaned up after itself
