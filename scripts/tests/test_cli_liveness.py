@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import socket
+from pathlib import Path
 
+import pytest
 from fixtures.cli_support import dead_pid
 
 from little_loops.cli.liveness import Owner, describe_status, owner_of, process_alive
+from little_loops.fsm.locking import acquire_loop_lock
 from little_loops.fsm.persistence import LoopState
 
 
@@ -28,7 +31,8 @@ def test_describe_status() -> None:
     assert describe_status(_state("completed", pid=dead), "x") == "completed"
     assert describe_status(_state(pid=os.getpid()), "x") == f"running (pid {os.getpid()})"
     assert (
-        describe_status(_state(pid=dead), "x") == f"running (process {dead} gone; ll-loop resume x)"
+        describe_status(_state(pid=dead), "x")
+        == f"interrupted (process {dead} gone; ll-loop resume x)"
     )
     assert (
         describe_status(_state(pid=7, host="far.invalid"), "x")
@@ -43,3 +47,18 @@ def test_process_alive() -> None:
     assert process_alive(_state()) is None
     assert process_alive(_state(pid=7, host="far.invalid")) is None
     assert process_alive(_state("completed", pid=os.getpid())) is None
+
+
+def test_the_lock_decides_once_the_loop_has_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    running = tmp_path / ".loops" / ".running"
+    live_pid = _state(pid=os.getpid())  # "x" run by a live process, as far as the pid says
+    assert owner_of(live_pid) is Owner.ALIVE  # no lock file: the pid is all we know
+    with acquire_loop_lock(running, "x"):
+        assert owner_of(live_pid) is Owner.ALIVE
+    assert owner_of(live_pid) is Owner.GONE  # a free lock: that pid is not running "x"
+    assert describe_status(live_pid, "x") == (
+        f"interrupted (process {os.getpid()} gone; ll-loop resume x)"
+    )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -22,6 +25,8 @@ from fixtures.cli_support import (
 )
 
 from little_loops.cli import cmd_stop
+from little_loops.fsm.locking import AlreadyRunningError, acquire_loop_lock
+from little_loops.fsm.persistence import StatePersistence
 
 
 @pytest.fixture(autouse=True)
@@ -148,3 +153,114 @@ def test_state_removed_while_stopping(capsys: pytest.CaptureFixture[str]) -> Non
     save_state("vanishing", "running", pid=polite.pid)
     assert _stop(capsys, "vanishing") == (0, "[T] Stopped vanishing (pid N)\n", "")
     reaper.join()
+
+
+# --- stop and the lock, the spawned session, failures -------------------------------------
+
+
+def _sleeper() -> subprocess.Popen[str]:
+    return _python("import time; print('ready', flush=True); time.sleep(60)")
+
+
+def test_an_awaiting_state_with_an_unrelated_live_pid_is_left_alone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    unrelated = _sleeper()
+    reaper = _reap_in_background(unrelated)
+    try:
+        save_state("paused", "awaiting_continuation", pid=unrelated.pid)
+        assert _stop(capsys, "paused") == (
+            1,
+            "",
+            "[T] Loop not running: paused (status: awaiting_continuation)\n",
+        )
+        assert unrelated.poll() is None
+    finally:
+        unrelated.kill()
+        reaper.join()
+
+
+def test_no_permission_to_signal_is_reported(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(pid: int, signum: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(cmd_stop, "send", refuse)
+    save_state("theirs", "running", pid=os.getpid())
+    assert _stop(capsys, "theirs") == (
+        1,
+        "",
+        "[T] Cannot stop theirs: no permission to signal pid N\n",
+    )
+
+
+def test_a_loop_started_again_meanwhile_is_not_marked(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def taken(running_dir: Path, loop_name: str, **options: object) -> None:
+        raise AlreadyRunningError(loop_name, 4242)
+
+    monkeypatch.setattr(cmd_stop, "acquire_loop_lock", taken)
+    save_state("raced", "running", pid=dead_pid())
+    assert _stop(capsys, "raced") == (
+        1,
+        "",
+        "[T] Loop raced was started again meanwhile; try again\n",
+    )
+    assert _saved("raced")["status"] == "running"
+
+
+def test_a_state_that_cannot_be_marked_is_reported(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    save_state("crashed", "running", pid=dead_pid())
+    before = Path(".loops/.running/crashed.state.json").read_bytes()
+
+    def full(source: object, target: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "replace", full)
+    assert _stop(capsys, "crashed") == (
+        1,
+        "",
+        "[T] .loops/.running: cannot mark crashed interrupted: No space left on device\n",
+    )
+    assert Path(".loops/.running/crashed.state.json").read_bytes() == before
+
+
+def test_a_crashed_run_with_a_lock_file_is_marked_even_if_its_pid_was_reused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    save_state("reused", "running", pid=os.getpid())  # "reused": a live, unrelated pid
+    acquire_loop_lock(Path(".loops/.running"), "reused").release()  # a run held it once
+    assert _stop(capsys, "reused") == (
+        0,
+        f"[T] Marked reused as interrupted (process {os.getpid()} was gone)\n"
+        "Resume with: ll-loop resume reused\n",
+        "",
+    )
+    event = json.loads(Path(".loops/.running/reused.events.jsonl").read_text().splitlines()[-1])
+    assert (event["event"], event["stopped_by"]) == ("loop_complete", "ll-loop stop (process gone)")
+
+
+def test_a_queued_run_holding_the_lock_is_stopped_by_pid(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    save_state("queued", "completed", pid=dead_pid())
+    holder = _python(
+        "import time; from pathlib import Path; "
+        "from little_loops.fsm.locking import acquire_loop_lock; "
+        "lock = acquire_loop_lock(Path('.loops/.running'), 'queued'); "
+        "print('ready', flush=True); time.sleep(60)"
+    )
+    reaper = _reap_in_background(holder)
+    assert _stop(capsys, "queued") == (0, "[T] Stopped queued (pid N)\n", "")
+    reaper.join()
+    assert holder.returncode == -signal.SIGTERM
+
+
+def test_session_of_a_vanished_runner_is_none() -> None:
+    persistence = StatePersistence("x", Path(".loops"))
+    assert cmd_stop._session_of(dead_pid(), persistence) is None
+    assert cmd_stop._session_of(None, persistence) is None

@@ -5,7 +5,9 @@ from __future__ import annotations
 import socket
 from enum import Enum
 
-from little_loops.fsm.persistence import LoopState, is_process_alive
+from little_loops.cli.resolve import LOOPS_DIR
+from little_loops.fsm.locking import lock_file_exists, read_holder
+from little_loops.fsm.persistence import RUNNING_DIR, LoopState, is_process_alive
 
 
 class Owner(Enum):
@@ -18,11 +20,19 @@ class Owner(Enum):
 
 
 def owner_of(state: LoopState) -> Owner:
-    """The recorded runner's liveness, as far as this machine can tell."""
+    """The recorded runner's liveness, as far as this machine can tell.
+
+    Once the loop has a lock file, its lock decides: the recorded pid may belong to an
+    unrelated process by now. Runs of older versions (no lock file) go by the pid.
+    """
     if state.pid is None:
         return Owner.UNKNOWN
     if state.host is not None and state.host != socket.gethostname():
         return Owner.ELSEWHERE
+    running_dir = LOOPS_DIR / RUNNING_DIR
+    if lock_file_exists(running_dir, state.loop_name):
+        held = read_holder(running_dir, state.loop_name) is not None
+        return Owner.ALIVE if held else Owner.GONE
     return Owner.ALIVE if is_process_alive(state.pid) else Owner.GONE
 
 
@@ -33,8 +43,8 @@ def describe_status(state: LoopState, loop_arg: str) -> str:
     owner = owner_of(state)
     if owner is Owner.ALIVE:
         return f"running (pid {state.pid})"
-    if owner is Owner.GONE:
-        return f"running (process {state.pid} gone; ll-loop resume {loop_arg})"
+    if owner is Owner.GONE:  # crashed or killed: the file still says running
+        return f"interrupted (process {state.pid} gone; ll-loop resume {loop_arg})"
     if owner is Owner.ELSEWHERE:
         return f"running (pid {state.pid} on host {state.host})"
     return "running"
