@@ -38,7 +38,8 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         (["-h"], ["-h"]),
         (["--help"], ["--help"]),
         (["--version"], ["--version"]),
-        (["--queue", "x"], ["--queue", "x"]),
+        (["--queue", "x"], ["run", "--queue", "x"]),
+        (["--frobnicate", "x"], ["--frobnicate", "x"]),
         (["--", "x"], ["--", "x"]),
     ],
 )
@@ -78,7 +79,7 @@ def test_help_and_version_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
             ["history", "x", "-n", "-1"],
             "ll-loop history: error: argument -n/--tail: must not be negative, got -1",
         ),
-        (["x", "--queue"], "ll-loop: error: unrecognized arguments: --queue"),
+        (["x", "--frobnicate"], "ll-loop: error: unrecognized arguments: --frobnicate"),
         (["status"], "ll-loop status: error: the following arguments are required: loop"),
     ],
 )

@@ -100,13 +100,18 @@ def test_failing_loop_exit_code(tmp_path: Path) -> None:
     assert (done.returncode, normalize(done.stderr)) == (
         1,
         "Loop failed: check (1 iteration, Ns) - "
-        "No valid transition for verdict 'error' in state 'check'\n",
+        "No valid transition for verdict 'error' in state 'check'\n"
+        # What made the verdict `error` (guards' error list).
+        "Errors during the run (1):\n"
+        "  iteration 1, check: error: exit code 3\n",
     )
     status = run_cli(tmp_path, "status", "erroring")
     assert status.stdout.splitlines()[1] == "Status: failed"
-    assert status.stdout.splitlines()[-1] == (
-        "Error: No valid transition for verdict 'error' in state 'check'"
-    )
+    assert status.stdout.splitlines()[-3:] == [
+        "Error: No valid transition for verdict 'error' in state 'check'",
+        "Errors during the run (1):",
+        "  iteration 1, check: error: exit code 3",
+    ]
 
 
 def test_handoff_pause_and_resume(tmp_path: Path) -> None:
@@ -273,14 +278,14 @@ def test_slash_command_without_claude_fails_with_the_reason(tmp_path: Path) -> N
     env = cli_env(tmp_path)
     env["LL_CLAUDE_BIN"] = str(tmp_path / "no-such-claude")
     done = run_cli(tmp_path, "slash", "--no-llm", env=env)
+    reason = (
+        f"claude CLI not found at {tmp_path / 'no-such-claude'}: install Claude Code there "
+        "or point LL_CLAUDE_BIN at the `claude` binary"
+    )
     assert (done.returncode, normalize(done.stderr)) == (
         1,
-        "Loop failed: ask (1 iteration, Ns) - "
-        "claude CLI not found: install Claude Code or set LL_CLAUDE_BIN\n",
+        f"Loop failed: ask (1 iteration, Ns) - {reason}\n",
     )
     assert normalize(done.stdout).endswith(
-        "[1/50] ask -> /ll:check_code types\n"
-        "       ! claude CLI not found: install Claude Code or set LL_CLAUDE_BIN\n"
-        "       ✗ error - claude CLI not found: install Claude Code or set LL_CLAUDE_BIN\n"
-        "\n"
+        f"[1/50] ask -> /ll:check_code types\n       ! {reason}\n       ✗ error - {reason}\n\n"
     )

@@ -108,7 +108,9 @@ def test_status_shows_dead_runner_error_and_prompt(capsys: pytest.CaptureFixture
     save_state("crashed", "running", pid=dead)
     code, out, _ = cli_in_process(capsys, "status", "crashed")
     assert code == 0
-    assert out.splitlines()[1] == f"Status: running (process {dead} gone; ll-loop resume crashed)"
+    assert (
+        out.splitlines()[1] == f"Status: interrupted (process {dead} gone; ll-loop resume crashed)"
+    )
     save_state("broke", "failed", error="No valid transition", last_result={"verdict": "error"})
     assert cli_in_process(capsys, "status", "broke")[1].splitlines()[-2:] == [
         "Last verdict: error",

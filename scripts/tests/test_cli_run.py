@@ -100,6 +100,8 @@ def test_error_exits_1_with_the_reason_on_stderr(
     assert err == (
         "Loop failed: check (1 iteration, Ns) - "
         "No valid transition for verdict 'error' in state 'check'\n"
+        "Errors during the run (1):\n"
+        "  iteration 1, check: error: exit code 3\n"
     )
     assert _state("erroring")["status"] == "failed"
 
@@ -114,7 +116,9 @@ def test_quiet_hides_progress_but_not_failures(
         1,
         "",
         "Loop failed: check (1 iteration, Ns) - "
-        "No valid transition for verdict 'error' in state 'check'\n",
+        "No valid transition for verdict 'error' in state 'check'\n"
+        "Errors during the run (1):\n"
+        "  iteration 1, check: error: exit code 3\n",
     )
     assert cli_in_process(capsys, "nosuch", "-q")[2] == (
         "[T] Loop not found: nosuch\n"
@@ -156,6 +160,53 @@ def test_handoff_pauses_with_exit_3_and_resume_continues(
         "Loop completed: done (2 iterations, Ns)\n",
         "",
     )
+
+
+BOUNDED_LOOP = """\
+name: bounded
+initial: step
+max_continuations: 1
+states:
+  step:
+    action: >-
+      if [ ${handoff.count} -lt 2 ]; then echo "CONTEXT_HANDOFF: part ${handoff.count}";
+      else echo finished; fi
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_resume_past_max_continuations_needs_a_higher_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_loop(tmp_path, "bounded", BOUNDED_LOOP)
+    assert cli_in_process(capsys, "bounded", "-q") == (3, "", "")
+    assert cli_in_process(capsys, "resume", "bounded", "-q") == (
+        3,
+        "",
+        "Loop paused for handoff: step (2 iterations, Ns) - max_continuations (1) reached, "
+        "so it is not continued\n"
+        "Continue anyway with: ll-loop resume bounded --max-continuations 2\n",
+    )
+    assert cli_in_process(capsys, "resume", "bounded") == (
+        1,
+        "",
+        "[T] loop 'bounded' reached max_continuations (1) after 2 handoffs; to continue "
+        "anyway: ll-loop resume bounded --max-continuations 2\n",
+    )
+    code, out, _ = cli_in_process(capsys, "resume", "bounded", "--max-continuations", "2")
+    assert code == 0
+    assert out.startswith(
+        "Resuming loop 'bounded' from state 'step' (iteration 2)\nContinuation context: part 1\n"
+    )
+    assert _state("bounded")["status"] == "completed"
+
+
+def test_max_continuations_is_a_resume_flag_only(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli_in_process(capsys, "run", "x", "--max-continuations", "2")
+    assert code == 2
+    assert err.splitlines()[-1] == "ll-loop: error: unrecognized arguments: --max-continuations 2"
 
 
 def test_resume_refuses_a_finished_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -62,7 +62,13 @@ def _result(terminated_by: str, iterations: int = 3, **fields: object) -> Execut
         ),
         (
             _result("stalled", error="state a repeated 3 times"),
-            Summary(["Loop stalled: a (3 iterations, 2.5s) - state a repeated 3 times"], True),
+            Summary(
+                [
+                    "Loop stalled: a (3 iterations, 2.5s) - state a repeated 3 times",
+                    "Resume with: ll-loop resume demo",
+                ],
+                True,
+            ),
         ),
     ],
 )
@@ -96,13 +102,33 @@ def test_handoff_terminate_and_spawn() -> None:
         [
             "Loop handed off to a new Claude session: a (1 iteration, 2.5s)",
             "Continuation: (no prompt)",
+            "Session log: .loops/.running/demo.handoff.log",
             "Follow with: ll-loop status demo",
         ]
     )
 
 
-def test_handoff_that_could_not_spawn_is_a_failure() -> None:
+def test_handoff_that_could_not_spawn_is_one_line_saying_how_to_resume() -> None:
     result = _result("handoff", 1, continuation_prompt="B", error="claude CLI not found")
     assert summarize(result, _fsm(on_handoff="spawn"), "demo") == Summary(
-        ["Loop failed: a (1 iteration, 2.5s) - claude CLI not found", "Continuation: B"], True
+        [
+            "Loop paused for handoff: a (1 iteration, 2.5s) - the continuation could not be "
+            "started (claude CLI not found); resume by hand: ll-loop resume demo"
+        ],
+        True,
+    )
+
+
+@pytest.mark.parametrize("on_handoff", ["pause", "spawn"])
+def test_handoff_past_max_continuations_says_how_to_continue(on_handoff: str) -> None:
+    result = _result(
+        "handoff", 4, continuation_prompt="B", error="limit", continuations_exhausted=True
+    )
+    assert summarize(result, _fsm(on_handoff=on_handoff, max_continuations=2), "demo") == Summary(
+        [
+            "Loop paused for handoff: a (4 iterations, 2.5s) - max_continuations (2) reached, "
+            "so it is not continued",
+            "Continue anyway with: ll-loop resume demo --max-continuations 3",
+        ],
+        True,
     )

@@ -396,6 +396,8 @@ def test_every_compiler_carries_the_loop_level_keys(paradigm: str) -> None:
         "scope": ["src/"],
         "llm": {"enabled": False, "model": "m"},
         "on_handoff": "spawn",
+        "stall_threshold": 0,
+        "checkpoint": "git",
     }
 
     fsm = compile_paradigm({**SPECS[paradigm], **extra})
@@ -406,6 +408,7 @@ def test_every_compiler_carries_the_loop_level_keys(paradigm: str) -> None:
     assert fsm.scope == ["src/"]
     assert fsm.llm == LLMConfig(enabled=False, model="m")
     assert fsm.on_handoff == "spawn"
+    assert (fsm.stall_threshold, fsm.checkpoint) == (0, "git")
 
 
 @pytest.mark.parametrize("paradigm", list(SPECS))
@@ -413,7 +416,8 @@ def test_defaults_and_nulls_for_carried_keys(paradigm: str) -> None:
     nulls = dict.fromkeys(["max_iterations", "backoff", "timeout", "context", "scope", "llm"])
 
     plain = compile_paradigm(SPECS[paradigm])
-    with_nulls = compile_paradigm({**SPECS[paradigm], **nulls, "on_handoff": None})
+    guard_nulls = {"stall_threshold": None, "checkpoint": None}
+    with_nulls = compile_paradigm({**SPECS[paradigm], **nulls, "on_handoff": None, **guard_nulls})
 
     assert plain == with_nulls
     assert (plain.max_iterations, plain.backoff, plain.timeout) == (50, None, None)
@@ -423,6 +427,7 @@ def test_defaults_and_nulls_for_carried_keys(paradigm: str) -> None:
         "pause",
         False,
     )
+    assert (plain.stall_threshold, plain.checkpoint) == (3, None)
 
 
 @pytest.mark.parametrize("paradigm", list(SPECS))

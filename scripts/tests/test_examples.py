@@ -5,7 +5,8 @@ loop (it mentions `states:` or `paradigm:`). Each `.loops/` example states its e
 in its header comment (`# Exit code: N`); the examples that need no `claude` are run end
 to end with the real CLI in a copy of `.loops/` inside `tmp_path`, and must end with that
 code and the matching saved status. The README keeps its two set-up commands and shows
-what `ll-loop run hello` really prints (timings aside).
+what `ll-loop run hello` and `ll-loop resume hello` really print (timings aside): the
+first command a reader runs pauses for a context handoff and resumes it.
 """
 
 from __future__ import annotations
@@ -32,17 +33,25 @@ YAML_BLOCK = re.compile(r"^```yaml[ \t]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 LOOP_MARKER = re.compile(r"^\s*(states|paradigm):", re.MULTILINE)
 EXIT_CODE_LINE = re.compile(r"^# Exit code: (\d+)$", re.MULTILINE)
 README_HELLO_SAMPLE = re.compile(
-    r"^```text\n\$ ll-loop run hello\n(.*?)^```", re.MULTILINE | re.DOTALL
+    r"^```text\n\$ ll-loop run hello\n(.*?)^```\n\n```text\n\$ ll-loop resume hello\n(.*?)^```",
+    re.MULTILINE | re.DOTALL,
 )
 HEADING = re.compile(r"^#{1,6} (.+)$", re.MULTILINE)
 ANCHOR_LINK = re.compile(r"\]\(#([^)]+)\)")
 SECONDS = re.compile(r"\b\d+\.\ds\)")
 
 # The saved status that goes with each documented exit code (docs/user-guide.md).
-STATUS_FOR_EXIT_CODE = {0: "completed", 1: "failed", 3: "awaiting_continuation", 4: "interrupted"}
+STATUS_FOR_EXIT_CODE = {
+    0: "completed",
+    1: "failed",
+    3: "awaiting_continuation",
+    4: "interrupted",
+    5: "stalled",
+}
 
 README_INSTALL_AND_RUN = (
-    "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && ll-loop run hello"
+    "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && ll-loop run hello; "
+    "ll-loop resume hello"
 )
 README_INSTALL_AND_TEST = (
     'python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[dev]" && pytest'
@@ -198,13 +207,19 @@ def test_readme_keeps_the_two_setup_commands() -> None:
 
 def test_readme_shows_what_hello_prints(tmp_path: Path) -> None:
     sample = README_HELLO_SAMPLE.search(README.read_text(encoding="utf-8"))
-    assert sample is not None, "README needs a ```text block starting with $ ll-loop run hello"
+    assert sample is not None, (
+        "README needs a ```text block starting with $ ll-loop run hello, "
+        "then one starting with $ ll-loop resume hello"
+    )
     project = copy_examples(tmp_path)
 
-    result = run_cli(project, "run", "hello")
+    paused = run_cli(project, "run", "hello")
+    resumed = run_cli(project, "resume", "hello")
 
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert SECONDS.sub("s)", result.stdout) == SECONDS.sub("s)", sample.group(1))
+    assert paused.returncode == 3, paused.stdout + paused.stderr
+    assert SECONDS.sub("s)", paused.stdout) == SECONDS.sub("s)", sample.group(1))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert SECONDS.sub("s)", resumed.stdout) == SECONDS.sub("s)", sample.group(2))
 
 
 def heading_anchor(heading: str) -> str:

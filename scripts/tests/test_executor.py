@@ -11,6 +11,7 @@ from unittest.mock import ANY
 
 import pytest
 
+from little_loops.fsm.claude_refusal import claude_not_found
 from little_loops.fsm.evaluators import LLM_DISABLED_MESSAGE
 from little_loops.fsm.executor import (
     ActionResult,
@@ -282,6 +283,7 @@ def test_missing_claude_routes_through_on_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LL_CLAUDE_BIN", str(tmp_path / "no-such-claude"))
+    not_found = claude_not_found(str(tmp_path / "no-such-claude"))
     states = {"ask": {"action": "/ll:check", "on_error": "recover"}, "recover": DONE}
     result, recorder, _ = run_loop(states)
     assert (result.terminated_by, result.final_state) == ("terminal", "recover")
@@ -291,9 +293,9 @@ def test_missing_claude_routes_through_on_error(
             "event": "action_complete",
             "exit_code": 127,
             "duration_ms": ANY,
-            "error": CLAUDE_NOT_FOUND,
+            "error": not_found,
         },
-        {"event": "evaluate", "type": "default", "verdict": "error", "error": CLAUDE_NOT_FOUND},
+        {"event": "evaluate", "type": "default", "verdict": "error", "error": not_found},
         {"event": "route", "from": "ask", "to": "recover", "verdict": "error"},
     ]
 
@@ -305,8 +307,9 @@ def test_missing_claude_without_an_error_route_ends_the_run_with_its_message(
     result, recorder, _ = run_loop(
         {"ask": {"action": "/ll:check", "on_success": "done"}, "done": DONE}
     )
-    assert (result.terminated_by, result.error) == ("error", CLAUDE_NOT_FOUND)
-    assert recorder.of("loop_complete")[0]["error"] == CLAUDE_NOT_FOUND
+    not_found = claude_not_found(str(tmp_path / "no-such-claude"))
+    assert (result.terminated_by, result.error) == ("error", not_found)
+    assert recorder.of("loop_complete")[0]["error"] == not_found
 
 
 def test_action_timeout_routes_through_error_route() -> None:
@@ -960,6 +963,167 @@ def test_without_a_detector_markers_are_plain_output() -> None:
         }
     )
     assert result.terminated_by == "terminal"
+
+
+# -- signals as the output streams ------------------------------------------------------
+
+FILLER = "yes 'filler line of output' | head -n {n}"
+
+
+def test_a_marker_deep_inside_a_huge_output_is_found() -> None:
+    # ~2.6 MB after the marker: the runner keeps only the last 1 MiB in memory.
+    action = f"{FILLER.format(n=1000)}; echo 'CONTEXT_HANDOFF: deep'; {FILLER.format(n=100000)}"
+    result, _, _ = run_with_signals({"a": {"action": action, "capture": "a", "next": "a"}})
+    assert (result.terminated_by, result.continuation_prompt) == ("handoff", "deep")
+    kept = result.captured["a"]["output"]
+    assert "CONTEXT_HANDOFF" not in kept
+    assert kept.startswith("[output truncated: ")
+
+
+def test_a_fatal_error_deep_inside_a_huge_output_beats_a_later_handoff() -> None:
+    action = f"echo 'FATAL_ERROR: early'; {FILLER.format(n=100000)}; echo 'CONTEXT_HANDOFF: late'"
+    result, _, _ = run_with_signals({"a": {"action": action, "next": "a"}})
+    assert (result.terminated_by, result.error, result.handoff) == ("error", "early", False)
+
+
+def test_a_marker_split_across_pipe_reads_is_found() -> None:
+    action = "printf 'CONTEXT_HAN'; sleep 0.2; printf 'DOFF: split'; sleep 0.1; echo ' in three'"
+    result, _, _ = run_with_signals({"a": {"action": action, "next": "a"}})
+    assert (result.terminated_by, result.continuation_prompt) == ("handoff", "split in three")
+
+
+def test_an_empty_payload_is_a_handoff_without_prompt_and_keeps_the_next_line() -> None:
+    action = "printf 'CONTEXT_HANDOFF:\\nnot the prompt\\n'"
+    result, recorder, _ = run_with_signals(
+        {"a": {"action": action, "next": "a"}}, handoff_handler=HandoffHandler()
+    )
+    assert (result.terminated_by, result.continuation_prompt) == ("handoff", "")
+    assert recorder.of("handoff_detected")[0]["continuation"] == ""
+
+
+def test_the_first_of_two_handoffs_wins() -> None:
+    action = "echo 'CONTEXT_HANDOFF: first'; echo 'CONTEXT_HANDOFF: second'"
+    result, _, _ = run_with_signals({"a": {"action": action, "next": "a"}})
+    assert result.continuation_prompt == "first"
+
+
+def test_signals_and_live_output_both_get_every_line() -> None:
+    lines: list[str] = []
+    action = "echo one; echo 'CONTEXT_HANDOFF: two'; echo three"
+    result, _, _ = run_with_signals(
+        {"a": {"action": action, "next": "a"}}, output_callback=lines.append
+    )
+    assert lines == ["one", "CONTEXT_HANDOFF: two", "three"]
+    assert result.continuation_prompt == "two"
+
+
+def test_stderr_is_not_scanned() -> None:
+    result, _, _ = run_with_signals(
+        {"a": {"action": "echo 'FATAL_ERROR: x' >&2", "on_success": "done"}, "done": DONE}
+    )
+    assert result.terminated_by == "terminal"
+
+
+def test_each_action_is_scanned_on_its_own() -> None:
+    states = {
+        "a": {"action": "printf 'CONTEXT_'", "next": "b"},
+        "b": {"action": "echo 'HANDOFF: not joined'", "next": "done"},
+        "done": DONE,
+    }
+    assert run_with_signals(states)[0].terminated_by == "terminal"
+
+
+def test_a_runner_that_does_not_stream_is_scanned_after_it_returns() -> None:
+    runner = ScriptedRunner(ActionResult("x\nCONTEXT_HANDOFF: from a plain runner\n", "", 0, 1))
+    result, _, _ = run_with_signals({"a": {"action": "x", "next": "a"}}, action_runner=runner)
+    assert result.continuation_prompt == "from a plain runner"
+
+
+def test_a_streaming_runner_that_sent_no_lines_is_scanned_after_it_returns() -> None:
+    class SilentStreamingRunner(ScriptedRunner):
+        supports_streaming = True
+        on_line: Any = "not called"
+
+        def run(  # type: ignore[override]
+            self, action: str, timeout: float, is_slash_command: bool, *, on_line: Any = None
+        ) -> ActionResult:
+            self.on_line = on_line
+            return super().run(action, timeout, is_slash_command)
+
+    runner = SilentStreamingRunner(ActionResult("LOOP_STOP: quiet\n", "", 0, 1))
+    result, _, _ = run_with_signals(
+        {"a": {"action": "x", "on_success": "done"}, "done": DONE}, action_runner=runner
+    )
+    assert (result.terminated_by, result.stop_reason) == ("signal_stop", "quiet")
+    assert callable(runner.on_line)  # the executor always offers a line feed for signals
+
+
+def test_without_detector_or_display_no_line_feed_is_given() -> None:
+    class RecordingRunner(ScriptedRunner):
+        supports_streaming = True
+        on_line: Any = "not called"
+
+        def run(  # type: ignore[override]
+            self, action: str, timeout: float, is_slash_command: bool, *, on_line: Any = None
+        ) -> ActionResult:
+            self.on_line = on_line
+            return super().run(action, timeout, is_slash_command)
+
+    runner = RecordingRunner(ActionResult("", "", 0, 1))
+    FSMExecutor(
+        make_loop({"a": {"action": "x", "next": "done"}, "done": DONE}), action_runner=runner
+    ).run()
+    assert runner.on_line is None
+
+
+# -- max_continuations ------------------------------------------------------------------
+
+
+def test_a_handoff_past_max_continuations_is_not_handed_to_the_handler(tmp_path: Path) -> None:
+    handler = HandoffHandler(HandoffBehavior.SPAWN, claude_bin=str(tmp_path / "missing"))
+    executor = FSMExecutor(
+        make_loop(
+            {"a": {"action": "echo CONTEXT_HANDOFF: more", "next": "a"}}, max_continuations=2
+        ),
+        signal_detector=SignalDetector(),
+        handoff_handler=handler,
+    )
+    executor.handoff_count = 2
+    result = executor.run()
+    assert (result.terminated_by, result.continuations_exhausted, executor.handoff_count) == (
+        "handoff",
+        True,
+        3,
+    )
+    assert result.error == "max_continuations (2) reached: this handoff is not continued"
+    assert executor.handoff_result is None  # the spawn was not even tried
+    assert result.to_dict()["continuations_exhausted"] is True
+
+
+def test_the_last_allowed_handoff_is_carried_out(tmp_path: Path) -> None:
+    handler = HandoffHandler(HandoffBehavior.SPAWN, claude_bin=str(tmp_path / "missing"))
+    executor = FSMExecutor(
+        make_loop(
+            {"a": {"action": "echo CONTEXT_HANDOFF: more", "next": "a"}}, max_continuations=2
+        ),
+        signal_detector=SignalDetector(),
+        handoff_handler=handler,
+    )
+    executor.handoff_count = 1
+    result = executor.run()
+    assert (result.continuations_exhausted, result.error) == (False, CLAUDE_NOT_FOUND)
+    assert "continuations_exhausted" not in result.to_dict()
+
+
+def test_terminate_is_never_refused_by_max_continuations() -> None:
+    executor = FSMExecutor(
+        make_loop({"a": {"action": "echo CONTEXT_HANDOFF: x", "next": "a"}}, max_continuations=1),
+        signal_detector=SignalDetector(),
+        handoff_handler=HandoffHandler(HandoffBehavior.TERMINATE),
+    )
+    executor.handoff_count = 7
+    result = executor.run()
+    assert (result.continuations_exhausted, result.error) == (False, None)
 
 
 @pytest.mark.usefixtures("fake_claude")

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 from unittest.mock import ANY
@@ -27,6 +28,7 @@ from little_loops.fsm.persistence import (
     get_loop_history,
     list_running_loops,
 )
+from little_loops.fsm.runner import CLAUDE_NOT_FOUND
 from little_loops.fsm.schema import FSMLoop
 
 DONE = {"terminal": True}
@@ -123,7 +125,12 @@ def test_completed_run_leaves_events_and_final_state(loops_dir: Path) -> None:
         "current_state": "done",
         "iteration": 1,
         "captured": {},
-        "prev_result": {"output": "hi\n", "exit_code": 0, "state": "check"},
+        "prev_result": {
+            "output": "hi\n",
+            "exit_code": 0,
+            "state": "check",
+            "log_path": ".loops/.running/demo.logs/1-check.log",
+        },
         "last_result": {"verdict": "success", "details": {"exit_code": 0}},
         "started_at": ANY,
         "updated_at": ANY,
@@ -148,26 +155,37 @@ def test_completed_run_leaves_events_and_final_state(loops_dir: Path) -> None:
     ]
 
 
-def test_one_write_per_state_entered_and_per_route(loops_dir: Path) -> None:
+THREE_STATES = {
+    "first": {"action": "echo a", "on_success": "second"},
+    "second": {"action": "echo b", "next": "done"},
+    "done": DONE,
+}
+
+
+def test_one_write_per_state_entered_plus_the_final_one(loops_dir: Path) -> None:
     files = CountingPersistence("demo", loops_dir)
-    loop = make_loop(
-        {
-            "first": {"action": "echo a", "on_success": "second"},
-            "second": {"action": "echo b", "next": "done"},
-            "done": DONE,
-        }
-    )
-    PersistentExecutor(loop, files).run()
+    PersistentExecutor(make_loop(THREE_STATES), files).run()
+    written = [(s["current_state"], s["phase"], s["status"], s["iteration"]) for s in files.saved]
+    assert written == [
+        ("first", "entered", "running", 1),
+        ("second", "entered", "running", 2),
+        ("done", "routed", "completed", 2),  # the final save, with terminated_by
+    ]
+    assert [s.get("terminated_by") for s in files.saved] == [None, None, "terminal"]
+    assert all(s["pid"] == os.getpid() and s["host"] == HOST for s in files.saved)
+
+
+def test_a_route_followed_by_a_backoff_sleep_is_written_too(loops_dir: Path) -> None:
+    files = CountingPersistence("demo", loops_dir)
+    PersistentExecutor(make_loop(THREE_STATES, backoff=0.01), files).run()
     written = [(s["current_state"], s["phase"], s["status"], s["iteration"]) for s in files.saved]
     assert written == [
         ("first", "entered", "running", 1),
         ("second", "routed", "running", 1),
         ("second", "entered", "running", 2),
         ("done", "routed", "completed", 2),
-        ("done", "routed", "completed", 2),  # the final save, with terminated_by
+        ("done", "routed", "completed", 2),
     ]
-    assert [s.get("terminated_by") for s in files.saved] == [None, None, None, None, "terminal"]
-    assert all(s["pid"] == os.getpid() and s["host"] == HOST for s in files.saved)
 
 
 def test_chained_callback_sees_each_event_after_it_is_saved(loops_dir: Path) -> None:
@@ -187,8 +205,9 @@ def test_chained_callback_sees_each_event_after_it_is_saved(loops_dir: Path) -> 
         ("action_start", "check", "entered"),
         ("action_complete", "check", "entered"),
         ("evaluate", "check", "entered"),
-        ("route", "done", "routed"),
-        ("loop_complete", "done", "routed"),
+        # No route snapshot without a backoff: the next one is the final save, just after.
+        ("route", "check", "entered"),
+        ("loop_complete", "check", "entered"),
     ]
 
 
@@ -295,7 +314,12 @@ def test_outputs_in_the_state_file_are_capped(loops_dir: Path) -> None:
     assert result.captured["out"]["output"] == full
     cut = len(full) - STATE_OUTPUT_CAP
     saved = saved_state(loops_dir)["captured"]["out"]
-    assert saved["output"] == f"[... {cut} characters truncated ...]\n" + full[cut:]
+    log = ".loops/.running/demo.logs/1-big.log"
+    assert (
+        saved["output"]
+        == f"[... {cut} characters truncated; full output in {log} ...]\n" + (full[cut:])
+    )
+    assert saved["log_path"] == log
     assert saved["stderr"] == ""
 
 
@@ -386,6 +410,139 @@ def test_spawn_handoff_saves_state_before_the_new_session_starts(
         },
     ]
     assert saved_state(loops_dir)["pid"] == handoff.spawned_process.pid
+
+
+def _command_line(pid: int) -> list[str]:
+    """The process's argv (read again while the kernel still shows it empty after exec)."""
+    deadline = time.monotonic() + 5
+    while not (raw := Path(f"/proc/{pid}/cmdline").read_bytes()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return raw.decode().split("\0")[:-1]
+
+
+def test_spawned_session_starts_only_after_everything_is_written_and_before_spawn_ran(
+    loops_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claude = tmp_path / "claude"
+    claude.write_text("#!/bin/sh\ncp .loops/.running/demo.state.json seen.json\n")
+    claude.chmod(0o755)
+    monkeypatch.setenv("LL_CLAUDE_BIN", str(claude))
+    seen_at_release: list[tuple[dict[str, Any], list[str], list[str]]] = []
+
+    def before_spawn() -> None:
+        process = executor._executor.handoff_result.spawned_process  # type: ignore[union-attr]
+        assert process is not None
+        seen_at_release.append(
+            (saved_state(loops_dir), event_names(loops_dir), _command_line(process.pid)[:2])
+        )
+
+    loop = make_loop(
+        {"check": {"action": HANDOFF, "next": "done"}, "done": DONE}, on_handoff="spawn"
+    )
+    executor = PersistentExecutor(loop, before_spawn=before_spawn)
+    executor.run()
+    process = executor._executor.handoff_result.spawned_process  # type: ignore[union-attr]
+    assert process is not None and process.wait(timeout=10) == 0
+    [(state, names, command)] = seen_at_release
+    assert (state["status"], state["pid"], state["handoff_count"]) == (
+        "awaiting_continuation",
+        process.pid,
+        1,
+    )
+    assert names[-3:] == ["handoff_detected", "loop_complete", "handoff_spawned"]
+    assert command == ["/bin/sh", "-c"]  # still held while before_spawn runs
+    assert json.loads((tmp_path / "seen.json").read_text()) == saved_state(loops_dir)
+
+
+def test_spawn_without_claude_stays_awaiting_continuation_and_spawns_nothing(
+    loops_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LL_CLAUDE_BIN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin") + ":/usr/bin:/bin")
+    calls: list[str] = []
+    loop = make_loop(
+        {"check": {"action": HANDOFF, "next": "done"}, "done": DONE}, on_handoff="spawn"
+    )
+    result = PersistentExecutor(loop, before_spawn=lambda: calls.append("x")).run()
+    state = saved_state(loops_dir)
+    assert (result.terminated_by, result.error) == ("handoff", CLAUDE_NOT_FOUND)
+    assert (state["status"], state["continuation_prompt"], state["error"]) == (
+        "awaiting_continuation",
+        "do B next",
+        CLAUDE_NOT_FOUND,
+    )
+    assert state["pid"] == os.getpid()
+    assert "handoff_spawned" not in event_names(loops_dir)
+    assert calls == []
+    assert not (loops_dir / RUNNING_DIR / "demo.handoff.log").exists()
+    # Resumed by hand, it continues where it stopped.
+    resumed = PersistentExecutor(
+        make_loop({"check": {"action": "true", "next": "done"}, "done": DONE})
+    )
+    assert resumed.resume_checked().terminated_by == "terminal"
+
+
+def test_an_empty_payload_pauses_without_prompt_and_resumes(loops_dir: Path) -> None:
+    action = 'if [ ${handoff.count} -eq 0 ]; then echo "CONTEXT_HANDOFF:"; else echo ok; fi'
+    loop = make_loop({"work": {"action": action, "next": "done"}, "done": DONE})
+    result = PersistentExecutor(loop).run()
+    assert (result.terminated_by, result.continuation_prompt) == ("handoff", "")
+    state = saved_state(loops_dir)
+    assert (state["status"], state["continuation_prompt"]) == ("awaiting_continuation", "")
+    resumed = PersistentExecutor(loop).resume_checked()
+    assert (resumed.terminated_by, resumed.iterations) == ("terminal", 2)
+
+
+ALWAYS_HANDS_OFF = (
+    'if [ ${handoff.count} -lt 3 ]; then echo "CONTEXT_HANDOFF: part ${handoff.count}"; '
+    "else echo finished; fi"
+)
+
+
+def test_max_continuations_counts_handoffs_across_resumes(loops_dir: Path) -> None:
+    def loop(limit: int) -> FSMLoop:
+        states = {"work": {"action": ALWAYS_HANDS_OFF, "next": "done"}, "done": DONE}
+        return make_loop(states, max_continuations=limit)
+
+    assert PersistentExecutor(loop(2)).run().continuations_exhausted is False
+    assert PersistentExecutor(loop(2)).resume_checked().continuations_exhausted is False
+    third = PersistentExecutor(loop(2)).resume_checked()
+    assert (third.terminated_by, third.continuations_exhausted) == ("handoff", True)
+    state = saved_state(loops_dir)
+    assert (state["status"], state["handoff_count"], state["continuation_prompt"]) == (
+        "awaiting_continuation",
+        3,
+        "part 2",
+    )
+    assert state["error"] == "max_continuations (2) reached: this handoff is not continued"
+    with pytest.raises(NotResumableError) as refused:
+        PersistentExecutor(loop(2)).resume_checked()
+    assert str(refused.value) == (
+        "loop 'demo' reached max_continuations (2) after 3 handoffs; to continue anyway: "
+        "ll-loop resume demo --max-continuations 3"
+    )
+    assert PersistentExecutor(loop(2)).resume() is None
+    done = PersistentExecutor(loop(3)).resume_checked()
+    assert (done.terminated_by, done.iterations) == ("terminal", 4)
+    assert (saved_state(loops_dir)["handoff_count"], saved_state(loops_dir).get("error")) == (
+        3,
+        None,
+    )
+
+
+def test_max_continuations_also_bounds_spawns(
+    loops_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LL_CLAUDE_BIN", str(tmp_path / "not-there"))
+    states = {"work": {"action": HANDOFF, "next": "done"}, "done": DONE}
+    loop = make_loop(states, on_handoff="spawn", max_continuations=1)
+    save = PersistentExecutor(loop)
+    save.run()  # first handoff: spawn tried (and failed: no claude)
+    result = PersistentExecutor(loop).resume_checked()
+    assert (result.continuations_exhausted, result.error) == (
+        True,
+        "max_continuations (1) reached: this handoff is not continued",
+    )
 
 
 # --- construction -------------------------------------------------------------------------

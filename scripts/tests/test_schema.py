@@ -29,6 +29,7 @@ from little_loops.fsm.schema import (
 )
 from little_loops.fsm.validation import (
     ACTION_TYPES,
+    CHECKPOINT_KINDS,
     DIRECTIONS,
     EVALUATOR_REQUIRED_FIELDS,
     EVALUATOR_TYPES,
@@ -122,6 +123,8 @@ def test_state_to_dict_writes_every_set_field_in_field_order() -> None:
         timeout=0,
         on_maintain="e",
         action_type="shell",
+        max_visits=0,
+        on_max_visits="f",
     )
 
     data = state.to_dict()
@@ -131,6 +134,7 @@ def test_state_to_dict_writes_every_set_field_in_field_order() -> None:
     assert data["evaluate"] == {"type": "exit_code"}
     assert data["route"] == {"_": "a"}
     assert data["timeout"] == 0
+    assert data["max_visits"] == 0
 
 
 def test_state_to_dict_omits_unset_fields_and_false_terminal() -> None:
@@ -152,10 +156,13 @@ def test_referenced_states_are_taken_verbatim() -> None:
         on_failure="$current",
         next="${context.n}",
         on_maintain="m",
+        on_max_visits="v",
         route=RouteConfig(routes={"x": "r", "y": "a"}, default="d", error="e"),
     )
 
-    assert state.get_referenced_states() == {"a", "$current", "${context.n}", "m", "r", "d", "e"}
+    assert state.get_referenced_states() == {
+        "a", "$current", "${context.n}", "m", "v", "r", "d", "e"
+    }  # fmt: skip
     assert StateConfig(terminal=True).get_referenced_states() == set()
 
 
@@ -185,6 +192,9 @@ def test_loop_to_dict_key_order() -> None:
         maintain=True,
         llm=LLMConfig(model="m"),
         on_handoff="spawn",
+        max_continuations=9,
+        stall_threshold=0,
+        checkpoint="git",
     )
 
     assert list(fsm.to_dict()) == [
@@ -200,7 +210,12 @@ def test_loop_to_dict_key_order() -> None:
         "maintain",
         "on_handoff",
         "llm",
+        "max_continuations",
+        "stall_threshold",
+        "checkpoint",
     ]
+    assert fsm.to_dict()["max_continuations"] == 9
+    assert FSMLoop.from_dict(fsm.to_dict()) == fsm
 
 
 def test_loop_to_dict_omits_defaults_and_shares_context_and_scope() -> None:
@@ -369,6 +384,8 @@ STATE_CONFIGS = st.builds(
     timeout=optional(st.integers()),
     on_maintain=optional(NAMES),
     action_type=optional(st.sampled_from(ACTION_TYPES)),
+    max_visits=optional(st.integers()),
+    on_max_visits=optional(NAMES),
 )
 LLM_CONFIGS = st.builds(
     LLMConfig,
@@ -391,6 +408,9 @@ FSM_LOOPS = st.builds(
     maintain=st.booleans(),
     llm=LLM_CONFIGS,
     on_handoff=st.sampled_from(HANDOFF_BEHAVIORS),
+    max_continuations=st.integers(),
+    stall_threshold=st.integers(),
+    checkpoint=optional(st.sampled_from(CHECKPOINT_KINDS)),
 )
 
 
@@ -491,6 +511,8 @@ VALID_STATE_DICTS = st.fixed_dictionaries(
         "timeout": optional(POSITIVE_INTS),
         "on_maintain": optional(TARGETS),
         "action_type": optional(st.sampled_from(ACTION_TYPES)),
+        "max_visits": optional(POSITIVE_INTS),
+        "on_max_visits": optional(TARGETS),
     },
     optional={
         "evaluate": VALID_EVALUATE_DICTS,
@@ -520,6 +542,9 @@ VALID_LOOP_DICTS = st.fixed_dictionaries(
             }
         ),
         "on_handoff": st.sampled_from(HANDOFF_BEHAVIORS),
+        "max_continuations": POSITIVE_INTS,
+        "stall_threshold": st.integers(min_value=0, max_value=10),
+        "checkpoint": optional(st.sampled_from(CHECKPOINT_KINDS)),
     }
 )
 
@@ -676,6 +701,7 @@ def test_json_schema_enums_match_validation() -> None:
     assert set(evaluate["operator"]["enum"]) == {*VALID_OPERATORS, None}
     assert tuple(evaluate["direction"]["enum"]) == DIRECTIONS
     assert tuple(JSON_SCHEMA["properties"]["on_handoff"]["enum"]) == HANDOFF_BEHAVIORS
+    assert tuple(JSON_SCHEMA["properties"]["checkpoint"]["enum"]) == (*CHECKPOINT_KINDS, None)
     assert tuple(definitions["state"]["properties"]["action_type"]["enum"]) == (*ACTION_TYPES, None)
     required = {
         rule["if"]["properties"]["type"]["const"]: rule["then"]["required"]
@@ -713,6 +739,13 @@ def test_json_schema_accepts_the_additions() -> None:
     ("change", "problem"),
     [
         ({"on_handoff": "stop"}, "$.on_handoff: not in enum"),
+        ({"max_continuations": 0}, "$.max_continuations: below minimum"),
+        ({"stall_threshold": -1}, "$.stall_threshold: below minimum"),
+        ({"checkpoint": "svn"}, "$.checkpoint: not in enum"),
+        (
+            {"states": {"a": {"terminal": True, "max_visits": 0}}},
+            "$.states.a.max_visits: below minimum",
+        ),
         ({"max_iterations": 0}, "$.max_iterations: below minimum"),
         ({"bogus": 1}, "$: unknown key bogus"),
         ({"states": {}}, "$.states: too few properties"),
@@ -791,6 +824,8 @@ FULL_LOOP: dict[str, Any] = {
             "timeout": 5,
             "on_maintain": "s0",
             "action_type": "shell",
+            "max_visits": 3,
+            "on_max_visits": "s1",
         },
         "s1": {"terminal": True},
     },
@@ -803,6 +838,9 @@ FULL_LOOP: dict[str, Any] = {
     "maintain": False,
     "llm": {"enabled": True, "model": "m", "max_tokens": 10, "timeout": 5},
     "on_handoff": "pause",
+    "max_continuations": 2,
+    "stall_threshold": 4,
+    "checkpoint": "git",
 }
 BAD_VALUES: list[Any] = [None, True, False, 0, -1, 1.5, "", "x", "_", [], ["x"], {}, {"x": "y"}]
 

@@ -50,18 +50,19 @@ WARNING = ValidationSeverity.WARNING
 
 STATE_KEYS = (
     "action, evaluate, route, on_success, on_failure, on_error, next, terminal, capture, "
-    "timeout, on_maintain, action_type"
+    "timeout, on_maintain, action_type, max_visits, on_max_visits"
 )
 LOOP_KEYS = (
     "name, initial, states, paradigm, context, scope, max_iterations, backoff, timeout, "
-    "maintain, llm, on_handoff"
+    "maintain, llm, on_handoff, max_continuations, stall_threshold, checkpoint"
 )
 EVALUATE_KEYS = (
     "type, operator, target, tolerance, pattern, negate, path, prompt, schema, "
     "min_confidence, uncertain_suffix, source, previous, direction"
 )
 EVALUATOR_TYPES = (
-    "exit_code, output_numeric, output_json, output_contains, convergence, llm_structured"
+    "exit_code, output_numeric, output_json, output_contains, convergence, llm_structured, "
+    "return_metadata"
 )
 GOOD_LOOP_YAML = """\
 name: demo
@@ -158,6 +159,7 @@ def test_constants_match_the_contract() -> None:
         "output_contains": ["pattern"],
         "convergence": ["target"],
         "llm_structured": [],
+        "return_metadata": [],
     }
     assert {"eq", "ne", "lt", "le", "gt", "ge"} == VALID_OPERATORS
 
@@ -561,9 +563,17 @@ def test_shape_check_of_a_non_mapping() -> None:
         (
             "on_handoff",
             "stop",
-            "unknown on_handoff value 'stop' (allowed: pause, spawn, terminate)",
+            "unknown on_handoff value 'stop' (allowed: pause, spawn, terminate, continue)",
         ),
-        ("on_handoff", None, "must be a string (allowed: pause, spawn, terminate), got null"),
+        (
+            "on_handoff",
+            None,
+            "must be a string (allowed: pause, spawn, terminate, continue), got null",
+        ),
+        ("max_continuations", 0, "must be an integer >= 1, got 0"),
+        ("max_continuations", 2.5, "must be an integer >= 1, got 2.5"),
+        ("max_continuations", True, "must be an integer >= 1, got true"),
+        ("max_continuations", None, "must be an integer >= 1, got null"),
     ],
 )
 def test_top_level_types(key: str, value: Any, message: str) -> None:
@@ -723,7 +733,8 @@ def test_is_paradigm_spec(data: dict[str, Any], expected: bool) -> None:
 def test_paradigm_spec_keys_cover_each_paradigm() -> None:
     assert PARADIGM_SPEC_KEYS["goal"] == (
         "paradigm", "name", "goal", "tools", "max_iterations", "backoff", "timeout",
-        "context", "scope", "llm", "on_handoff",
+        "context", "scope", "llm", "on_handoff", "max_continuations", "stall_threshold",
+        "checkpoint",
     )  # fmt: skip
     assert set(PARADIGM_SPEC_KEYS) == {"goal", "convergence", "invariants", "imperative"}
 
@@ -755,7 +766,7 @@ def test_paradigm_spec_unknown_and_badly_typed_keys() -> None:
     }
     allowed = (
         "paradigm, name, steps, until, max_iterations, backoff, timeout, context, scope, "
-        "llm, on_handoff"
+        "llm, on_handoff, max_continuations, stall_threshold, checkpoint"
     )
 
     assert messages(check_loop_mapping(spec)) == [
@@ -1102,7 +1113,8 @@ def test_load_loop_reports_shape_errors_of_paradigm_files(tmp_path: Path) -> Non
 
     assert [str(error) for error in caught.value.errors] == [
         "[ERROR] max_iteration: unknown key 'max_iteration' (allowed: paradigm, name, goal, "
-        "tools, max_iterations, backoff, timeout, context, scope, llm, on_handoff)",
+        "tools, max_iterations, backoff, timeout, context, scope, llm, on_handoff, "
+        "max_continuations, stall_threshold, checkpoint)",
         "[ERROR] backoff: must be a number >= 0, got -1",
     ]
 

@@ -53,3 +53,27 @@ def test_dump_keeps_key_order_and_block_style() -> None:
     assert dump_yaml({"name": "x", "initial": "a", "states": {"a": {"terminal": True}}}) == (
         "name: x\ninitial: a\nstates:\n  a:\n    terminal: true\n"
     )
+
+
+def test_an_empty_document_is_none() -> None:
+    assert parse_yaml("") is None
+    assert parse_yaml("# only a comment\n") is None
+
+
+def test_aliases_that_reuse_a_block_are_fine() -> None:
+    text = "base: &base {type: exit_code}\na: *base\nb: *base\nloop: &loop [1, *loop]\n"
+    data = parse_yaml(text)
+    assert data["a"] == data["b"] == {"type": "exit_code"}
+    assert data["loop"][1] is data["loop"]  # a structure inside itself counts once
+
+
+def test_an_alias_bomb_is_refused_before_it_is_built() -> None:
+    lines = ['l0: &l0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    for level in range(1, 7):
+        lines.append(f"l{level}: &l{level} [" + ", ".join([f"*l{level - 1}"] * 10) + "]")
+    with pytest.raises(LoopSyntaxError) as info:
+        parse_yaml("\n".join(lines), "bomb.yaml")
+    assert info.value.user_lines() == [
+        "bomb.yaml: YAML aliases expand to 12,345,660 more values than the file spells out "
+        "(at most 100,000)"
+    ]

@@ -1,9 +1,14 @@
 """`ll-loop` entry point: argument parsing, the shorthand rewrite, dispatch, error boundary.
 
 `main_loop(argv)` is the only entry; it never raises. User mistakes (`LoopError`) become
-their one-line messages and exit 1; argparse usage errors exit 2; Ctrl-C exits 130; a
-closed stdout (`ll-loop list | head -1`) exits 141 without a word; anything else is a bug:
-one line on stderr and the traceback in a file.
+their one-line messages and exit 1 (a loop that may not start now, `LoopBusyError`: 6);
+argparse usage errors exit 2; Ctrl-C exits 130; a closed stdout (`ll-loop list | head -1`)
+exits 141 without a word; anything else is a bug: one line on stderr and the traceback in
+a file.
+
+Start-up stays short (`ll-loop --help` is measured in `benchmarks/`): this module imports
+only argparse and the light `cli` helpers; each subcommand's module, and with it the loop
+engine, is imported when that subcommand runs.
 """
 
 from __future__ import annotations
@@ -12,31 +17,25 @@ import argparse
 import logging
 import os
 import sys
-import tempfile
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from little_loops import __version__
-from little_loops.cli.cmd_compile import compile_command
-from little_loops.cli.cmd_inspect import history_command, list_command, status_command
-from little_loops.cli.cmd_run import RunOptions, resume_command, run_command
-from little_loops.cli.cmd_stop import stop_command
-from little_loops.cli.cmd_validate import validate_command
 from little_loops.cli.exit_codes import (
     BROKEN_PIPE,
+    BUSY,
     EXIT_CODE_TABLE,
     FAILED,
     INTERRUPTED,
     USAGE,
 )
-from little_loops.cli.output import Logger, write_error_line
-from little_loops.cli.resolve import LOOPS_DIR, shadowing_loop_file
-from little_loops.fsm.errors import LoopError
-from little_loops.fsm.persistence import RUNNING_DIR
+from little_loops.cli.output import Logger, standard_streams, write_error_line
+from little_loops.cli.output import silence_stdout as _silence_stdout
+
+if TYPE_CHECKING:
+    from little_loops.cli.cmd_run import RunOptions
 
 SUBCOMMANDS = ("run", "validate", "compile", "list", "status", "stop", "resume", "history")
 # Flags that only make sense for `run`: `ll-loop --dry-run x` means `ll-loop run --dry-run x`.
@@ -49,6 +48,7 @@ _RUN_LONG_FLAGS = (
     "--background",
     "--quiet",
     "--verbose",
+    "--queue",
 )
 
 
@@ -102,6 +102,11 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--llm-model", help="model for every LLM evaluation of this run")
     parser.add_argument("-q", "--quiet", action="store_true", help="print errors only")
     parser.add_argument("-v", "--verbose", action="store_true", help="show action output live")
+    parser.add_argument(
+        "--queue",
+        action="store_true",
+        help="if a running loop shares the scope, wait for it to end instead of refusing",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -130,7 +135,14 @@ def _add_running_commands(sub: Subparsers) -> None:
     _add_run_options(run)
     run.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     run.add_argument("-b", "--background", action="store_true", help="run detached, log to file")
-    _add_run_options(_documented_parser(sub, "resume", "continue a paused or interrupted loop"))
+    resume = _documented_parser(sub, "resume", "continue a paused or interrupted loop")
+    _add_run_options(resume)
+    # Only on `resume`: on `run` it would make the documented `--max 3` ambiguous.
+    resume.add_argument(
+        "--max-continuations",
+        type=_at_least_one,
+        help="raise max_continuations (handoffs a run may be continued after) for this run",
+    )
 
 
 def _documented_parser(sub: Subparsers, name: str, summary: str) -> argparse.ArgumentParser:
@@ -172,26 +184,79 @@ def _add_state_commands(sub: Subparsers) -> None:
 
 
 def _run_options(args: argparse.Namespace) -> RunOptions:
+    from little_loops.cli.cmd_run import RunOptions
+
     return RunOptions(
         max_iterations=args.max_iterations,
+        max_continuations=getattr(args, "max_continuations", None),
         no_llm=args.no_llm,
         llm_model=args.llm_model,
         quiet=args.quiet,
         verbose=args.verbose,
+        queue=args.queue,
     )
 
 
+# Each command imports its module when it runs (see the module docstring).
+
+
+def _run(a: argparse.Namespace) -> int:
+    from little_loops.cli.cmd_run import run_command
+
+    return run_command(a.loop, _run_options(a), dry_run=a.dry_run, background=a.background)
+
+
+def _resume(a: argparse.Namespace) -> int:
+    from little_loops.cli.cmd_run import resume_command
+
+    return resume_command(a.loop, _run_options(a))
+
+
+def _validate(a: argparse.Namespace) -> int:
+    from little_loops.cli.cmd_validate import validate_command
+
+    return validate_command(a.loop)
+
+
+def _compile(a: argparse.Namespace) -> int:
+    from little_loops.cli.cmd_compile import compile_command
+
+    return compile_command(a.input, a.output)
+
+
+def _list(a: argparse.Namespace) -> int:
+    from little_loops.cli.cmd_inspect import list_command
+
+    return list_command(running=a.running, as_json=a.json)
+
+
+def _status(a: argparse.Namespace) -> int:
+    from little_loops.cli.cmd_inspect import status_command
+
+    return status_command(a.loop, as_json=a.json)
+
+
+def _stop(a: argparse.Namespace) -> int:
+    from little_loops.cli.cmd_stop import stop_command
+
+    return stop_command(a.loop)
+
+
+def _history(a: argparse.Namespace) -> int:
+    from little_loops.cli.cmd_inspect import history_command
+
+    return history_command(a.loop, tail=a.tail, as_json=a.json)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": lambda a: run_command(
-        a.loop, _run_options(a), dry_run=a.dry_run, background=a.background
-    ),
-    "resume": lambda a: resume_command(a.loop, _run_options(a)),
-    "validate": lambda a: validate_command(a.loop),
-    "compile": lambda a: compile_command(a.input, a.output),
-    "list": lambda a: list_command(running=a.running, as_json=a.json),
-    "status": lambda a: status_command(a.loop, as_json=a.json),
-    "stop": lambda a: stop_command(a.loop),
-    "history": lambda a: history_command(a.loop, tail=a.tail, as_json=a.json),
+    "run": _run,
+    "resume": _resume,
+    "validate": _validate,
+    "compile": _compile,
+    "list": _list,
+    "status": _status,
+    "stop": _stop,
+    "history": _history,
 }
 
 
@@ -207,6 +272,8 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
 
 
 def _hint_shadowed_loop(word: str) -> None:
+    from little_loops.cli.resolve import shadowing_loop_file
+
     path = shadowing_loop_file(word)
     if path is not None:
         write_error_line(f"ll-loop: did you mean 'll-loop run {word}'? ({path} exists)")
@@ -252,12 +319,20 @@ def _validation_warnings_to_stderr() -> Iterator[None]:
 
 
 def _traceback_dir() -> Path:
+    import tempfile
+
+    from little_loops.cli.resolve import LOOPS_DIR
+    from little_loops.fsm.state_files import RUNNING_DIR
+
     running_dir = LOOPS_DIR / RUNNING_DIR
     return running_dir if running_dir.is_dir() else Path(tempfile.gettempdir())
 
 
 def report_internal_error(exc: BaseException) -> None:
     """One line for the user; the traceback goes to a file for the bug report."""
+    import traceback
+    from datetime import datetime
+
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     path = _traceback_dir() / f"ll-loop-crash-{stamp}-{os.getpid()}.txt"
     text = "".join(traceback.format_exception(exc))
@@ -269,19 +344,10 @@ def report_internal_error(exc: BaseException) -> None:
     write_error_line(f"ll-loop: internal error: {type(exc).__name__}: {exc} ({where})")
 
 
-def _silence_stdout() -> None:
-    """After a broken pipe, point stdout at /dev/null so the exit flush stays quiet."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass  # not a real file (e.g. captured in tests): nothing will be flushed to a pipe
-
-
 def main_loop(argv: Sequence[str] | None = None) -> int:
     """Run `ll-loop` with `argv` (default: the process arguments); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    with _validation_warnings_to_stderr():
+    with standard_streams(), _validation_warnings_to_stderr():
         try:
             return _dispatch(args)
         except KeyboardInterrupt:
@@ -290,9 +356,17 @@ def main_loop(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:
             _silence_stdout()
             return BROKEN_PIPE
-        except LoopError as exc:
-            Logger().error_lines(exc.user_lines())
-            return FAILED
         except Exception as exc:
-            report_internal_error(exc)
-            return FAILED
+            return _exit_for_error(exc)
+
+
+def _exit_for_error(exc: Exception) -> int:
+    """A user mistake (`LoopError`) is its one-line message and exit code; the rest is a bug."""
+    from little_loops.fsm.errors import LoopError
+    from little_loops.fsm.locking import LoopBusyError
+
+    if isinstance(exc, LoopError):
+        Logger().error_lines(exc.user_lines())
+        return BUSY if isinstance(exc, LoopBusyError) else FAILED
+    report_internal_error(exc)
+    return FAILED

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from little_loops.cli.error_list import error_lines
 from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.liveness import Owner, describe_status, owner_of, process_alive
 from little_loops.cli.output import Logger, write_line
@@ -14,8 +15,12 @@ from little_loops.fsm.errors import LoopError, StateFileError
 from little_loops.fsm.persistence import RUNNING_DIR, LoopState, StatePersistence
 
 STATUS_PROMPT_WIDTH = 200
-# Saved runs `list --running` shows: live, paused, or resumable after an interruption.
-UNFINISHED_STATUSES = ("running", "awaiting_continuation", "interrupted")
+# Errors `status` lists (all of them, up to 50, are in `--json`), with their stderr tails.
+STATUS_ERRORS = 10
+STATUS_STDERR_LINES = 20
+# Saved runs `list --running` shows: live, paused, or resumable after an interruption
+# or a stall.
+UNFINISHED_STATUSES = ("running", "awaiting_continuation", "interrupted", "stalled")
 
 
 def _state_json(state: LoopState) -> dict[str, Any]:
@@ -113,7 +118,8 @@ def status_command(loop_arg: str, *, as_json: bool = False) -> int:
 
 
 def status_lines(state: LoopState, loop_arg: str) -> list[str]:
-    """The reference lines, plus liveness, the last verdict and the error when known."""
+    """The reference lines, plus liveness, the last verdict, the error when known and the
+    errors seen during the run."""
     lines = [
         f"Loop: {state.loop_name}",
         f"Status: {describe_status(state, loop_arg)}",
@@ -131,7 +137,10 @@ def status_lines(state: LoopState, loop_arg: str) -> list[str]:
         if len(prompt) > STATUS_PROMPT_WIDTH:
             prompt = prompt[:STATUS_PROMPT_WIDTH] + "..."
         lines.append(f"Continuation context: {prompt}")
-    return lines
+    errors = error_lines(
+        state.errors, loop_arg, last=STATUS_ERRORS, stderr_lines=STATUS_STDERR_LINES
+    )
+    return lines + errors
 
 
 # --- history ---------------------------------------------------------------------------

@@ -1,12 +1,16 @@
 """`ll-loop run` and `ll-loop resume`: load, override, run with progress, report, exit.
 
-Both commands share the run machinery: a `PersistentExecutor` whose events feed the
-progress display, SIGINT/SIGTERM turned into a clean shutdown, and one summary plus an
-exit code derived from how the run ended (`exit_codes`).
+Both commands share the run machinery: the loop lock (one run per loop name, no two
+loops sharing a scope; see `fsm.locking`), taken before any file of the loop is touched
+and held until the run ends (or handed over to a spawned session), a `PersistentExecutor`
+whose events feed the progress display, SIGINT/SIGTERM turned into a clean shutdown, and
+one summary plus an exit code derived from how the run ended (`exit_codes`).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,9 +22,19 @@ from little_loops.cli.plan import plan_lines
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved
 from little_loops.cli.signals import shutdown_on_signals
 from little_loops.cli.summary import summarize
+from little_loops.fsm.errors import RunFilesError
 from little_loops.fsm.executor import ExecutionResult
-from little_loops.fsm.persistence import LoopState, PersistentExecutor
+from little_loops.fsm.locking import LoopLock, acquire_loop_lock
+from little_loops.fsm.persistence import (
+    RUNNING_DIR,
+    LoopState,
+    PersistentExecutor,
+    StatePersistence,
+)
 from little_loops.fsm.schema import FSMLoop
+
+HANDOFF_LOCK_WAIT_SECONDS = 15.0
+"""How long `resume` of a handed-off loop waits for the spawning run to let go of it."""
 
 
 @dataclass(frozen=True)
@@ -28,16 +42,20 @@ class RunOptions:
     """Per-run overrides and display choices shared by `run` and `resume`."""
 
     max_iterations: int | None = None
+    max_continuations: int | None = None
     no_llm: bool = False
     llm_model: str | None = None
     quiet: bool = False
     verbose: bool = False
+    queue: bool = False
 
 
 def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
     """Replace the loop's limit and LLM settings for this run only (never the file)."""
     if options.max_iterations is not None:
         fsm.max_iterations = options.max_iterations
+    if options.max_continuations is not None:
+        fsm.max_continuations = options.max_continuations
     if options.llm_model is not None:
         fsm.llm.model = options.llm_model
     if options.no_llm:
@@ -56,30 +74,78 @@ def run_command(
         return OK
     if background:
         return _start_background(path, fsm, options)
-    display = _display(fsm, options)
-    if not options.quiet:
-        write_line(f"Running loop: {fsm.name}")
-        write_line(f"Max iterations: {fsm.max_iterations}")
-        write_line()
-    executor = _executor(fsm, display)
-    with shutdown_on_signals(executor.request_shutdown):
-        result = executor.run()
-    return _report(result, fsm, loop_arg, display, options)
+    with _take_lock(fsm, options) as lock:
+        display = _display(fsm, options)
+        # Printed by the display, which keeps the run going if stdout goes away.
+        display.preamble = [
+            f"Running loop: {fsm.name}",
+            f"Max iterations: {fsm.max_iterations}",
+            "",
+        ]
+        executor = _executor(fsm, display, lock, StatePersistence(fsm.name, LOOPS_DIR))
+        result = _execute(executor, display, executor.run)
+        return _report(result, fsm, loop_arg, display, options)
 
 
 def resume_command(loop_arg: str, options: RunOptions) -> int:
     """`ll-loop resume <loop>`: continue a saved run with run's progress and exit codes."""
     _, fsm = load_resolved(loop_arg)
     apply_overrides(fsm, options)
-    display = _display(fsm, options)
-    executor = _executor(fsm, display)
-    saved = executor.persistence.load_state_checked()
-    if saved is not None:
-        # Shown on the first event, so a refused resume prints only its reason.
-        display.preamble = _resume_header(saved, fsm)
-    with shutdown_on_signals(executor.request_shutdown):
-        result = executor.resume_checked()
-    return _report(result, fsm, loop_arg, display, options)
+    persistence = StatePersistence(fsm.name, LOOPS_DIR)
+    with _take_lock(fsm, options, wait=_lock_wait(persistence)) as lock:
+        with contextlib.suppress(OSError):  # then the first write fails and says why
+            persistence.remove_crash_leftovers()
+        display = _display(fsm, options)
+        executor = _executor(fsm, display, lock, persistence)
+        saved = persistence.load_state_checked()
+        if saved is not None:
+            # Shown on the first event, so a refused resume prints only its reason.
+            display.preamble = _resume_header(saved, fsm)
+        result = _execute(executor, display, executor.resume_checked)
+        return _report(result, fsm, loop_arg, display, options)
+
+
+def _lock_wait(persistence: StatePersistence) -> float:
+    """A spawned handoff session resumes while the run that spawned it may still exit."""
+    saved = persistence.load_state_checked()  # unlocked, but written atomically
+    handed_off = saved is not None and saved.status == "awaiting_continuation"
+    return HANDOFF_LOCK_WAIT_SECONDS if handed_off else 0.0
+
+
+def _take_lock(
+    fsm: FSMLoop, options: RunOptions, *, wait: float = 0.0, check_scope: bool = True
+) -> LoopLock:
+    """The loop's lock; refused (`LoopBusyError`, exit 6) or waited for with `--queue`.
+
+    While it waits, SIGTERM (`ll-loop stop`) gives up as Ctrl-C does: exit 130.
+    """
+    with shutdown_on_signals(_give_up):
+        return acquire_loop_lock(
+            LOOPS_DIR / RUNNING_DIR,
+            fsm.name,
+            fsm.scope if check_scope else (),
+            wait_for_lock=wait,
+            queue=options.queue,
+            on_wait=Logger(quiet=options.quiet).warning,
+        )
+
+
+def _give_up() -> None:
+    raise KeyboardInterrupt
+
+
+def _execute(
+    executor: PersistentExecutor,
+    display: ProgressDisplay,
+    start: Callable[[], ExecutionResult],
+) -> ExecutionResult:
+    """Run or resume with Ctrl-C/SIGTERM wired to a clean shutdown."""
+    try:
+        with shutdown_on_signals(executor.request_shutdown):
+            return start()
+    except RunFilesError:
+        display.finish()  # end the progress line before the error is printed
+        raise
 
 
 def _display(fsm: FSMLoop, options: RunOptions) -> ProgressDisplay:
@@ -88,12 +154,17 @@ def _display(fsm: FSMLoop, options: RunOptions) -> ProgressDisplay:
     )
 
 
-def _executor(fsm: FSMLoop, display: ProgressDisplay) -> PersistentExecutor:
+def _executor(
+    fsm: FSMLoop, display: ProgressDisplay, lock: LoopLock, persistence: StatePersistence
+) -> PersistentExecutor:
     return PersistentExecutor(
         fsm,
-        loops_dir=LOOPS_DIR,
+        persistence,
         event_callback=display,
-        output_callback=display.on_output_line,
+        before_spawn=lock.release,  # the spawned session's `ll-loop resume` needs the lock
+        # Lines go to the display only when it shows them: a callback per line costs time
+        # on a chatty action even when it does nothing.
+        output_callback=display.on_output_line if display.enabled and display.verbose else None,
     )
 
 
@@ -138,8 +209,13 @@ def _start_background(path: Path, fsm: FSMLoop, options: RunOptions) -> int:
         args += ["--llm-model", options.llm_model]
     if options.verbose:
         args.append("--verbose")
+    if options.queue:
+        args.append("--queue")
     log_path = log_path_for(LOOPS_DIR, fsm.name)
-    pid = start_detached(args, log_path)
+    # Checked here so a refusal is seen at once, and held while the log of a running
+    # loop would be truncated. A queued start waits in the background, not here.
+    with _take_lock(fsm, options, check_scope=not options.queue):
+        pid = start_detached(args, log_path)
     logger = Logger(quiet=options.quiet)
     logger.success(f"Started {fsm.name} in the background (pid {pid})")
     if not options.quiet:

@@ -8,8 +8,10 @@
 
 Entering a state opens a line (`[iteration/max] state`), the action ends it; verdict and
 route get their own indented lines. Our additions: the route line carries the time spent
-in the state, an action that could not run shows why (`! reason`), a handoff is shown,
-and with `--verbose` the action's output lines appear as they are produced.
+in the state, an action that could not run shows why (`! reason`), a handoff (and its
+continuation with `on_handoff: continue`), a git checkpoint and a state skipped for
+`max_visits` are shown, and with `--verbose` the action's output lines appear as they are
+produced.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from little_loops.cli.output import GREEN, RED, paint, write_line
+from little_loops.cli.output import GREEN, RED, paint, silence_stdout, write_line
 
 INDENT = " " * 7
 ACTION_WIDTH = 60
@@ -73,6 +75,7 @@ class ProgressDisplay:
         except BrokenPipeError:
             self.enabled = False
             self.broken_pipe = True
+            silence_stdout()
 
     def finish(self) -> None:
         """End an open line (call before printing anything else)."""
@@ -126,6 +129,11 @@ class ProgressDisplay:
 
     def _route(self, event: dict[str, Any]) -> None:
         self._finish_line()
+        if event.get("reason") == "max_visits":
+            # Nothing ran: the state was skipped because it used up its visits.
+            where = f"{event.get('from', '?')} used up max_visits"
+            write_line(f"{INDENT}{where} -> {event.get('to', '?')}")
+            return
         spent = time.monotonic() - self._state_started
         write_line(f"{INDENT}-> {event.get('to', '?')} ({spent:.1f}s)")
 
@@ -134,6 +142,18 @@ class ProgressDisplay:
         write_line(
             f"{INDENT}handoff: {shorten(str(event.get('continuation') or ''), ACTION_WIDTH)}"
         )
+
+    def _handoff_continued(self, event: dict[str, Any]) -> None:
+        self._finish_line()
+        count = event.get("count", "?")
+        write_line(f"{INDENT}continuing in a fresh process (continuation {count})")
+
+    def _checkpoint(self, event: dict[str, Any]) -> None:
+        self._finish_line()
+        if event.get("warning"):
+            write_line(f"{INDENT}! {one_line(event['warning'])}")
+        else:
+            write_line(f"{INDENT}checkpoint: committed {event.get('commit', '')}")
 
     def _loop_complete(self, event: dict[str, Any]) -> None:
         self._finish_line()
@@ -146,5 +166,7 @@ _HANDLERS = {
     "evaluate": ProgressDisplay._evaluate,
     "route": ProgressDisplay._route,
     "handoff_detected": ProgressDisplay._handoff,
+    "handoff_continued": ProgressDisplay._handoff_continued,
+    "checkpoint": ProgressDisplay._checkpoint,
     "loop_complete": ProgressDisplay._loop_complete,
 }

@@ -12,6 +12,7 @@ USAGE = 2
 HANDOFF = 3
 MAX_ITERATIONS = 4
 STALLED = 5
+BUSY = 6  # already running, or a running loop shares the scope (not a run outcome)
 BROKEN_PIPE = 141
 INTERRUPTED = 130
 
@@ -35,6 +36,7 @@ exit codes:
   3    paused for a context handoff (continue with: ll-loop resume <loop>)
   4    max_iterations reached (maintain: true loops always end here or on timeout)
   5    stalled (a guard stopped a loop going round in circles)
+  6    not started: the loop is already running, or a running loop shares its scope
   130  interrupted (Ctrl-C, SIGTERM, ll-loop stop)
   141  stdout closed early (e.g. ll-loop list | head -1)"""
 

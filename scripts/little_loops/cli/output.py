@@ -8,8 +8,12 @@ looked up at call time (`sys.stdout`), never captured at import, so redirection 
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import io
 import os
 import sys
+from collections.abc import Iterator
 from datetime import datetime
 from typing import TextIO
 
@@ -30,6 +34,61 @@ def colour_enabled(stream: TextIO) -> bool:
 def paint(text: str, colour: str, stream: TextIO) -> str:
     """`text` wrapped in `colour` when `stream` takes colour, else unchanged."""
     return f"{colour}{text}{RESET}" if colour_enabled(stream) else text
+
+
+class ClosedStream(io.TextIOBase):
+    """Stands in for a stdout the process was started without (`ll-loop list >&-`):
+    writing to it fails as writing to a pipe whose reader went away does."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(errno.EPIPE, "stdout is closed")
+
+    def flush(self) -> None:
+        return None  # nothing is ever buffered
+
+
+@contextlib.contextmanager
+def standard_streams() -> Iterator[None]:
+    """Make a run started with closed standard descriptors safe.
+
+    A closed descriptor 0, 1 or 2 gets /dev/null, so no file we open (a state file, a
+    lock) can become someone's stdout. A closed stdout behaves as a closed pipe (`list`
+    exits 141, a run goes on without display); a closed stderr swallows messages.
+    """
+    _reserve_standard_descriptors()
+    saved = sys.stdout, sys.stderr
+    if sys.stdout is None:
+        sys.stdout = ClosedStream()
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    try:
+        yield
+    finally:
+        if sys.stderr is not saved[1]:
+            sys.stderr.close()
+        sys.stdout, sys.stderr = saved
+
+
+def _reserve_standard_descriptors() -> None:
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            # open() returns the lowest free descriptor: the one that was closed.
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != fd:  # pragma: no cover - a lower one was free, so it got that
+                os.close(opened)
+
+
+def silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so later flushes (at exit too) stay
+    quiet instead of failing again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (e.g. captured in tests): nothing will be flushed to a pipe
 
 
 def write_line(text: str = "", *, stream: TextIO | None = None) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from little_loops.cli.error_list import error_lines
 from little_loops.cli.output import format_duration, plural
 from little_loops.fsm.executor import ExecutionResult
 from little_loops.fsm.schema import FSMLoop
@@ -22,8 +23,25 @@ class Summary:
     is_problem: bool = False
 
 
+# Errors the end of a run lists (`ll-loop status` shows more), with their stderr tails.
+SUMMARY_ERRORS = 5
+SUMMARY_STDERR_LINES = 3
+
+
 def summarize(result: ExecutionResult, fsm: FSMLoop, loop_arg: str) -> Summary:
-    """The end-of-run lines for `result`; `loop_arg` is what the user typed for the loop."""
+    """The end-of-run lines for `result`, then the errors seen during the run."""
+    summary = _outcome(result, fsm, loop_arg)
+    errors = result.errors
+    if errors and errors[-1].get("message") == result.error:
+        errors = errors[:-1]  # the first line already says it (e.g. a FATAL_ERROR)
+    summary.lines.extend(
+        error_lines(errors, loop_arg, last=SUMMARY_ERRORS, stderr_lines=SUMMARY_STDERR_LINES)
+    )
+    return summary
+
+
+def _outcome(result: ExecutionResult, fsm: FSMLoop, loop_arg: str) -> Summary:
+    """What happened; `loop_arg` is what the user typed for the loop."""
     where = (
         f"{result.final_state} ({plural(result.iterations, 'iteration')}, "
         f"{format_duration(result.duration_ms)})"
@@ -42,11 +60,10 @@ def summarize(result: ExecutionResult, fsm: FSMLoop, loop_arg: str) -> Summary:
         return _handoff_summary(result, fsm, where, loop_arg)
     if outcome == "signal":
         return Summary([f"Loop interrupted: {where}", resume], is_problem=True)
-    return Summary([f"Loop {_failure_word(outcome)}: {where} - {_reason(result, fsm)}"], True)
-
-
-def _failure_word(outcome: str) -> str:
-    return "stalled" if outcome == "stalled" else "failed"
+    if outcome == "stalled":
+        # Resumable once a person has looked: the guard's counters are kept.
+        return Summary([f"Loop stalled: {where} - {_reason(result, fsm)}", resume], is_problem=True)
+    return Summary([f"Loop failed: {where} - {_reason(result, fsm)}"], is_problem=True)
 
 
 def _reason(result: ExecutionResult, fsm: FSMLoop) -> str:
@@ -58,14 +75,29 @@ def _reason(result: ExecutionResult, fsm: FSMLoop) -> str:
 
 
 def _handoff_summary(result: ExecutionResult, fsm: FSMLoop, where: str, loop_arg: str) -> Summary:
-    prompt_line = f"Continuation: {result.continuation_prompt or '(no prompt)'}"
+    paused = f"Loop paused for handoff: {where}"
+    if result.continuations_exhausted:
+        limit = fsm.max_continuations
+        return Summary(
+            [
+                f"{paused} - max_continuations ({limit}) reached, so it is not continued",
+                f"Continue anyway with: ll-loop resume {loop_arg} --max-continuations {limit + 1}",
+            ],
+            is_problem=True,
+        )
     if result.error:
-        # The handoff could not be carried out (e.g. claude missing for `spawn`).
-        return Summary([f"Loop failed: {where} - {result.error}", prompt_line], is_problem=True)
+        # The spawn could not start (e.g. claude missing): one line, and the way out.
+        line = (
+            f"{paused} - the continuation could not be started ({result.error}); "
+            f"resume by hand: ll-loop resume {loop_arg}"
+        )
+        return Summary([line], is_problem=True)
+    prompt_line = f"Continuation: {result.continuation_prompt or '(no prompt)'}"
     if fsm.on_handoff == "terminate":
         return Summary([f"Loop ended by handoff: {where}", prompt_line])
     if fsm.on_handoff == "spawn":
-        follow = f"Follow with: ll-loop status {loop_arg}"
-        return Summary([f"Loop handed off to a new Claude session: {where}", prompt_line, follow])
+        handed = f"Loop handed off to a new Claude session: {where}"
+        log = f"Session log: .loops/.running/{fsm.name}.handoff.log"
+        return Summary([handed, prompt_line, log, f"Follow with: ll-loop status {loop_arg}"])
     resume = f"Resume with: ll-loop resume {loop_arg}"
-    return Summary([f"Loop paused for handoff: {where}", prompt_line, resume])
+    return Summary([paused, prompt_line, resume])

@@ -107,3 +107,23 @@ class StateFileError(LoopError):
             f"{self.path}: damaged state file: {self.problem}",
             "  to start over, delete it or run the loop again (ll-loop run <loop>)",
         ]
+
+
+class RunFilesError(LoopError, OSError):
+    """The files of a run under `.loops/.running/` cannot be written (full disk, a file in
+    the way, a read-only file system). Also an `OSError`, which is what the write raised."""
+
+    def __init__(self, path: str, problem: str, *, hint: str | None = None) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.problem}"
+
+    def user_lines(self) -> list[str]:
+        lines = [str(self)]
+        if self.hint:
+            lines.append(f"  {self.hint}")
+        return lines

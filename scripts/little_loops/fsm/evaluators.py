@@ -2,8 +2,9 @@
 
 This module owns the Tier-1 evaluators (exit code, numbers, JSON, text, convergence), the
 `evaluate` dispatcher that reads an `EvaluateConfig`, and the entry point of the Tier-2
-LLM evaluator (whose request/answer handling lives in `llm_evaluator`). It never chooses
-the next state. Expected failures are verdicts (`error`, with `details["error"]`), never
+LLM evaluator (whose request/answer handling lives in `llm_evaluator`), and the agent
+report evaluator `return_metadata` (its parsing lives in `return_metadata`). It never
+chooses the next state. Expected failures are verdicts (`error`, with `details["error"]`), never
 exceptions, so one bad evaluation cannot crash a loop.
 
 The optional Anthropic SDK is held in the module attribute `anthropic` (None when it is
@@ -30,6 +31,8 @@ from little_loops.fsm.interpolation import (
     resolve_template,
 )
 from little_loops.fsm.llm_evaluator import DEFAULT_LLM_PROMPT, DEFAULT_LLM_SCHEMA, ask_model
+from little_loops.fsm.output_files import LogTooLargeError, read_log_text, search_log
+from little_loops.fsm.return_metadata import judge_return_metadata
 from little_loops.fsm.schema import (
     DEFAULT_LLM_MAX_TOKENS,
     DEFAULT_LLM_MODEL,
@@ -51,6 +54,7 @@ __all__ = [
     "evaluate_output_contains",
     "evaluate_output_json",
     "evaluate_output_numeric",
+    "evaluate_return_metadata",
 ]
 
 
@@ -92,6 +96,12 @@ _EQUALITY_OPERATORS = ("eq", "ne")
 # What converting a setting to a number can raise (unresolvable, not numeric, wrong type).
 _NUMBER_ERRORS = (InterpolationError, ValueError, TypeError)
 
+SEARCH_OVERLAP_CHARS = 64 * 1024
+"""Overlap of the windows `output_contains` searches a log in: longer matches may be missed."""
+
+JSON_LOG_LIMIT_BYTES = 16 * 1024 * 1024
+"""Largest log `output_json` parses (a parsed document takes several times its size)."""
+
 
 @dataclass
 class EvaluationResult:
@@ -131,8 +141,20 @@ def evaluate_output_numeric(output: str, operator: str, target: float) -> Evalua
     return EvaluationResult(_passed(compare(value, target)), details)
 
 
-def evaluate_output_json(output: str, path: str, operator: str, target: Any) -> EvaluationResult:
-    """Compare the value at a dotted `path` of the JSON output with `target`."""
+def evaluate_output_json(
+    output: str, path: str, operator: str, target: Any, *, log_path: str | None = None
+) -> EvaluationResult:
+    """Compare the value at a dotted `path` of the JSON output with `target`.
+
+    `log_path` (addition): the output is only the tail of this file; parse the file.
+    """
+    if log_path is not None:
+        try:
+            output = read_log_text(log_path, JSON_LOG_LIMIT_BYTES)
+        except LogTooLargeError as exc:
+            return _error(f"Output too large for output_json: {exc}")
+        except OSError as exc:
+            return _error(f"Cannot read the full output in {log_path}: {exc.strerror}")
     try:
         document = json.loads(output)
     except json.JSONDecodeError as exc:
@@ -173,12 +195,24 @@ def _is_index(segment: str, items: list[Any]) -> bool:
     return segment.isascii() and segment.isdigit() and int(segment) < len(items)
 
 
-def evaluate_output_contains(output: str, pattern: str, negate: bool = False) -> EvaluationResult:
-    """Search the output for a regex (or, if it is not a valid regex, a plain substring)."""
+def evaluate_output_contains(
+    output: str, pattern: str, negate: bool = False, *, log_path: str | None = None
+) -> EvaluationResult:
+    """Search the output for a regex (or, if it is not a valid regex, a plain substring).
+
+    `log_path` (addition): the output is only the tail of this file; search the file.
+    """
     try:
-        matched = re.search(pattern, output) is not None
+        regex = re.compile(pattern)
     except re.error:
-        matched = pattern in output
+        regex = re.compile(re.escape(pattern))
+    if log_path is None:
+        matched = regex.search(output) is not None
+    else:
+        try:
+            matched = search_log(log_path, regex, SEARCH_OVERLAP_CHARS)
+        except OSError as exc:
+            return _error(f"Cannot read the full output in {log_path}: {exc.strerror}")
     details = {"matched": matched, "pattern": pattern, "negate": negate}
     return EvaluationResult(_passed(matched != negate), details)
 
@@ -231,6 +265,15 @@ def evaluate_llm_structured(
     return EvaluationResult(verdict, details)
 
 
+# --- Agent reports ------------------------------------------------------------------
+
+
+def evaluate_return_metadata(output: str, path: str | None = None) -> EvaluationResult:
+    """Judge an agent's return metadata, read from the file `path` or from the output."""
+    verdict, details = judge_return_metadata(output, path)
+    return EvaluationResult(verdict, details)
+
+
 # --- Dispatcher ---------------------------------------------------------------------
 
 
@@ -240,28 +283,49 @@ def evaluate(
     exit_code: int,
     context: InterpolationContext,
     llm: LLMConfig | None = None,
+    *,
+    log_path: str | None = None,
 ) -> EvaluationResult:
-    """Run the evaluator `config` describes; `llm` carries the loop's LLM settings."""
+    """Run the evaluator `config` describes; `llm` carries the loop's LLM settings.
+
+    `log_path` (addition): `output` is only the tail of the action's stdout, which this
+    file holds whole; `output_contains` and `output_json` read it.
+    """
     if config.source is not None:
         # Decision states judge an interpolated value (often a capture) instead of stdout.
         try:
             output = interpolate(config.source, context)
         except InterpolationError as exc:
             return _error(f"Cannot resolve source: {exc}")
+        log_path = None
     kind = config.type
     if kind == "exit_code":
         return evaluate_exit_code(exit_code)
     if kind == "output_numeric":
         return _evaluate_numeric(config, output, context)
     if kind == "output_json":
-        return _evaluate_json(config, output, context)
+        return _evaluate_json(config, output, context, log_path)
     if kind == "output_contains":
-        return _evaluate_contains(config, output, context)
+        return _evaluate_contains(config, output, context, log_path)
     if kind == "convergence":
         return _evaluate_convergence(config, output, context)
     if kind == "llm_structured":
         return _evaluate_llm(config, output, llm)
+    if kind == "return_metadata":
+        return _evaluate_return_metadata(config, output, context)
     return _error(f"Unknown evaluator type: {kind}")
+
+
+def _evaluate_return_metadata(
+    config: EvaluateConfig, output: str, context: InterpolationContext
+) -> EvaluationResult:
+    # The report is at the end of the output, which stays in memory (the tail): the log of
+    # a long output is not needed.
+    try:
+        path = _expand(config.path, context) if config.path else None
+    except InterpolationError as exc:
+        return _error(f"Cannot resolve path: {exc}")
+    return evaluate_return_metadata(output, path)
 
 
 def _expand(template: str, context: InterpolationContext) -> str:
@@ -289,7 +353,7 @@ def _evaluate_numeric(
 
 
 def _evaluate_json(
-    config: EvaluateConfig, output: str, context: InterpolationContext
+    config: EvaluateConfig, output: str, context: InterpolationContext, log_path: str | None
 ) -> EvaluationResult:
     try:
         path = _expand(config.path or "", context)
@@ -302,17 +366,17 @@ def _evaluate_json(
             target = resolve_template(target, context)
         except InterpolationError as exc:
             return _error(f"Cannot resolve target: {exc}")
-    return evaluate_output_json(output, path, config.operator or "eq", target)
+    return evaluate_output_json(output, path, config.operator or "eq", target, log_path=log_path)
 
 
 def _evaluate_contains(
-    config: EvaluateConfig, output: str, context: InterpolationContext
+    config: EvaluateConfig, output: str, context: InterpolationContext, log_path: str | None
 ) -> EvaluationResult:
     try:
         pattern = _expand(config.pattern or "", context)
     except InterpolationError as exc:
         return _error(f"Cannot resolve pattern: {exc}")
-    return evaluate_output_contains(output, pattern, config.negate)
+    return evaluate_output_contains(output, pattern, config.negate, log_path=log_path)
 
 
 def _evaluate_convergence(

@@ -1,11 +1,12 @@
 """The run loop of one loop: states, limits, signals, events.
 
 `FSMExecutor` runs states one after another: it interpolates and runs the action (through
-an `ActionRunner`), scans stdout for signals, evaluates, routes (see `routing`), and emits
-an event at every step. It knows nothing about files or the terminal: persistence and the
-display subscribe to its events. Every expected failure (an action that cannot start or
-times out, an evaluator that fails, an unresolvable variable) becomes the `error` verdict,
-which routes through `on_error`/`_error` when the state has one and ends the run otherwise.
+an `ActionRunner`), scans stdout for signals line by line as it streams, evaluates, routes
+(see `routing`), and emits an event at every step. It knows nothing about files or the
+terminal: persistence and the display subscribe to its events. Every expected failure (an
+action that cannot start or times out, an evaluator that fails, an unresolvable variable)
+becomes the `error` verdict, which routes through `on_error`/`_error` when the state has
+one and ends the run otherwise.
 """
 
 from __future__ import annotations
@@ -16,24 +17,29 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Protocol, cast
 
+from little_loops.fsm.checkpoint import CheckpointResult
 from little_loops.fsm.evaluators import evaluate, evaluate_exit_code, evaluate_llm_structured
-from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
+from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
+from little_loops.fsm.output_files import action_log_name
 from little_loops.fsm.routing import (
     RoutingError,
     choose_target,
     no_route_message,
     resolve_target,
 )
+from little_loops.fsm.run_guards import RunGuards, StepEnding, visit_limit_message
 from little_loops.fsm.runner import ActionResult, DefaultActionRunner, is_slash_command
 from little_loops.fsm.schema import FSMLoop, StateConfig
-from little_loops.fsm.signal_detector import DetectedSignal, SignalDetector
+from little_loops.fsm.signal_detector import DetectedSignal, SignalDetector, SignalScan
 
 __all__ = [
     "ActionResult",
     "ActionRunner",
+    "Checkpointer",
     "DefaultActionRunner",
     "EventCallback",
     "ExecutionResult",
@@ -49,7 +55,9 @@ _RESERVED_EVENT_KEYS = ("event", "ts", "type", "verdict")
 class ExecutionResult:
     """How a run ended. `duration_ms` counts earlier runs of a resumed loop too.
 
-    `stop_reason` (addition) is the payload of a `LOOP_STOP:` signal.
+    Additions: `stop_reason` is the payload of a `LOOP_STOP:` signal;
+    `continuations_exhausted` says a handoff went past `max_continuations`, so it will not
+    be continued (nothing was spawned; resume needs a higher limit).
     """
 
     final_state: str
@@ -61,6 +69,9 @@ class ExecutionResult:
     handoff: bool = False
     continuation_prompt: str | None = None
     stop_reason: str | None = None
+    continuations_exhausted: bool = False
+    # Addition: the last errors seen during the run (see `guards.ErrorLog`), oldest first.
+    errors: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -78,6 +89,10 @@ class ExecutionResult:
             out["continuation_prompt"] = self.continuation_prompt
         if self.stop_reason is not None:
             out["stop_reason"] = self.stop_reason
+        if self.continuations_exhausted:
+            out["continuations_exhausted"] = True
+        if self.errors:
+            out["errors"] = self.errors
         return out
 
 
@@ -85,6 +100,15 @@ class ActionRunner(Protocol):
     """Runs one action. Runners may also offer `cancel()` and `supports_streaming = True`."""
 
     def run(self, action: str, timeout: float, is_slash_command: bool) -> ActionResult: ...
+
+
+class Checkpointer(Protocol):
+    """Saves the project's work (`checkpoint.GitCheckpointer`); never raises for its own
+    failures, which it reports in the result."""
+
+    def checkpoint(
+        self, state: str, iteration: int, *, reason: str = "iteration"
+    ) -> CheckpointResult: ...
 
 
 class _StreamingRunner(Protocol):
@@ -97,6 +121,20 @@ class _StreamingRunner(Protocol):
         is_slash_command: bool,
         *,
         on_line: Callable[[str], None] | None = None,
+    ) -> ActionResult: ...
+
+
+class _LoggingRunner(Protocol):
+    """A runner whose class sets `supports_output_log = True`: it also takes `log_path`."""
+
+    def run(
+        self,
+        action: str,
+        timeout: float,
+        is_slash_command: bool,
+        *,
+        on_line: Callable[[str], None] | None = None,
+        log_path: Path | None = None,
     ) -> ActionResult: ...
 
 
@@ -128,6 +166,8 @@ class FSMExecutor:
         handoff_handler: HandoffHandler | None = None,
         *,
         output_callback: Callable[[str], None] | None = None,
+        log_dir: Path | None = None,
+        checkpointer: Checkpointer | None = None,
     ) -> None:
         self.fsm = fsm
         self.event_callback: EventCallback = event_callback or _ignore_event
@@ -135,6 +175,14 @@ class FSMExecutor:
         self.signal_detector = signal_detector
         self.handoff_handler = handoff_handler
         self.output_callback = output_callback
+        # Addition: where each action's whole stdout is logged (`<iteration>-<state>.log`),
+        # for runners that set `supports_output_log`. None: no logs.
+        self.log_dir = log_dir
+        # Additions: loop guards (stall streaks, visits, errors; restored on resume) and
+        # `checkpoint: git` (None: no checkpoints).
+        self.guards = RunGuards(fsm)
+        self.checkpointer = checkpointer
+        self._redirected: set[str] = set()  # states left by `on_max_visits` since a run
         self.current_state = fsm.initial
         self.iteration = 0
         self.captured: dict[str, dict[str, Any]] = {}
@@ -143,10 +191,12 @@ class FSMExecutor:
         self.start_time_ms = 0
         self._shutdown_requested = False
         self._pending_handoff: DetectedSignal | None = None
-        # Additions, set by persistence on resume: the last evaluation (`${result.*}`) and
-        # the handoff being continued ({"prompt", "count", "state"}).
+        # Additions, set by persistence on resume: the last evaluation (`${result.*}`),
+        # the handoff being continued ({"prompt", "count", "state"}) and how many handoffs
+        # the run has made (bounded by `max_continuations`).
         self.last_result: dict[str, Any] | None = None
         self.handoff_context: dict[str, Any] | None = None
+        self.handoff_count = 0
         self.handoff_result: HandoffResult | None = None
         self._handoff_delivered = False
         self._clock_start = time.monotonic()
@@ -196,13 +246,38 @@ class FSMExecutor:
                 return self._finish(reason)
             if state.terminal:
                 ended = self._maintain_restart(state)
+            elif not self.guards.may_enter(self.current_state, state):
+                ended = self._leave_over_visited(state)
+                if ended is None:
+                    continue  # nothing ran: no backoff before the state it went to
             else:
-                self.iteration += 1
-                self._emit("state_enter", state=self.current_state, iteration=self.iteration)
-                ended = self._run_state(state)
+                ended = self._enter(state)
             if ended is not None:
                 return ended
             self._sleep_between_iterations()
+
+    def _enter(self, state: StateConfig) -> ExecutionResult | None:
+        self.iteration += 1
+        self.guards.visits.enter(self.current_state)
+        self._redirected.clear()
+        self._emit("state_enter", state=self.current_state, iteration=self.iteration)
+        return self._run_state(state)
+
+    def _leave_over_visited(self, state: StateConfig) -> ExecutionResult | None:
+        """A state that used up `max_visits`: go to `on_max_visits`, or stop as stalled."""
+        name = self.current_state
+        count, limit = self.guards.visits.count(name), state.max_visits or 0
+        cycled = name in self._redirected
+        if state.on_max_visits is None or cycled:
+            return self._finish("stalled", visit_limit_message(name, count, limit, cycled=cycled))
+        self._redirected.add(name)
+        try:
+            target = self._resolve(state.on_max_visits, self._context())
+        except RoutingError as exc:
+            return self._finish("error", str(exc))
+        self._emit("route", **{"from": name, "to": target, "reason": "max_visits"})
+        self.current_state = target
+        return None
 
     def _stop_reason(self, state: StateConfig) -> str | None:
         if self._shutdown_requested:
@@ -236,9 +311,28 @@ class FSMExecutor:
             if ended is not None:
                 return ended
         self._evaluate(state, ctx, step)
-        if step.signal is not None and step.signal.signal_type == "handoff":
-            return self._handoff(step.signal)
+        handoff = step.signal if step.signal and step.signal.signal_type == "handoff" else None
+        if step.action is not None:
+            self._checkpoint("handoff" if handoff else "iteration")
+        stalled = self.guards.note_ending(self.current_state, self.iteration, _ending(step))
+        if stalled is not None:
+            return self._finish("stalled", stalled)
+        if handoff is not None:
+            return self._handoff(handoff)
         return self._route(state, ctx, step)
+
+    def _checkpoint(self, reason: str) -> None:
+        """Commit the work of the state that just ran (`checkpoint: git`)."""
+        if self.checkpointer is None:
+            return
+        result = self.checkpointer.checkpoint(self.current_state, self.iteration, reason=reason)
+        if result.status == "committed" or result.warning:
+            keys: dict[str, Any] = {"status": result.status, "reason": reason}
+            if result.commit:
+                keys["commit"] = result.commit
+            if result.warning:
+                keys["warning"] = result.warning
+            self._emit("checkpoint", state=self.current_state, iteration=self.iteration, **keys)
 
     def _end_after_action(self, step: _Step) -> ExecutionResult | None:
         if self._shutdown_requested:
@@ -246,7 +340,10 @@ class FSMExecutor:
         if step.cut_by_loop_timeout:
             return self._finish("timeout")
         if step.signal is not None and step.signal.signal_type == "error":
-            return self._finish("error", step.signal.payload or step.signal.raw_match)
+            message = step.signal.payload or step.signal.raw_match
+            stderr = step.action.stderr if step.action else ""
+            self.guards.note_fatal_error(self.current_state, self.iteration, message, stderr)
+            return self._finish("error", message)
         return None
 
     # -- actions ------------------------------------------------------------------------
@@ -261,13 +358,16 @@ class FSMExecutor:
         slash = _is_slash(state, action)
         limit = state.timeout or DEFAULT_ACTION_TIMEOUT
         timeout = self._action_timeout(limit)
-        result = self._call_runner(action, timeout, slash)
+        scan = self.signal_detector.scan() if self.signal_detector is not None else None
+        result = self._call_runner(action, timeout, slash, scan)
         completed: dict[str, Any] = {
             "exit_code": result.exit_code,
             "duration_ms": result.duration_ms,
         }
         if result.error is not None:
             completed["error"] = result.error
+        if result.log_path is not None:
+            completed["log_path"] = result.log_path  # addition: the action's whole stdout
         self._emit("action_complete", **completed)
         if state.capture:
             self.captured[state.capture] = {
@@ -275,8 +375,9 @@ class FSMExecutor:
                 "stderr": result.stderr,
                 "exit_code": result.exit_code,
                 "duration_ms": result.duration_ms,
+                **_log_key(result),
             }
-        step = _Step(action=result, slash=slash, signal=self._detect_signal(result.output))
+        step = _Step(action=result, slash=slash, signal=self._acted_on(scan))
         step.cut_by_loop_timeout = result.timed_out and timeout < limit
         if result.error is not None:
             step.verdict, step.details = "error", {"error": result.error}
@@ -295,13 +396,52 @@ class FSMExecutor:
             action = f"{action}\n\n{prompt}"
         return action
 
-    def _call_runner(self, action: str, timeout: float, slash: bool) -> ActionResult:
+    def _call_runner(
+        self, action: str, timeout: float, slash: bool, scan: SignalScan | None
+    ) -> ActionResult:
         if getattr(self.action_runner, "supports_streaming", False) is True:
             streaming = cast(_StreamingRunner, self.action_runner)
-            return streaming.run(
-                action, timeout=timeout, is_slash_command=slash, on_line=self.output_callback
-            )
-        return self.action_runner.run(action, timeout=timeout, is_slash_command=slash)
+            on_line = self._line_feed(scan)
+            result = self._run_streaming(streaming, action, timeout, slash, on_line)
+        else:
+            result = self.action_runner.run(action, timeout=timeout, is_slash_command=slash)
+        if scan is not None and scan.lines == 0:
+            # A runner that does not stream (or streamed nothing): scan what it returned.
+            scan.feed_text(result.output)
+        return result
+
+    def _run_streaming(
+        self,
+        runner: _StreamingRunner,
+        action: str,
+        timeout: float,
+        slash: bool,
+        on_line: Callable[[str], None] | None,
+    ) -> ActionResult:
+        """Run through a streaming runner, asking for a log when we keep logs and it can."""
+        if self.log_dir is None or getattr(runner, "supports_output_log", False) is not True:
+            return runner.run(action, timeout=timeout, is_slash_command=slash, on_line=on_line)
+        log_path = self.log_dir / action_log_name(self.iteration, self.current_state)
+        logging = cast(_LoggingRunner, runner)
+        return logging.run(
+            action, timeout=timeout, is_slash_command=slash, on_line=on_line, log_path=log_path
+        )
+
+    def _line_feed(self, scan: SignalScan | None) -> Callable[[str], None] | None:
+        """Each streamed line goes to the signal scan, then to the output callback.
+
+        The scan sees every line, also those the runner no longer keeps in memory.
+        """
+        show = self.output_callback
+        if scan is None or show is None:
+            return scan.feed if scan is not None else show
+        feed = scan.feed
+
+        def scan_and_show(line: str) -> None:
+            feed(line)
+            show(line)
+
+        return scan_and_show
 
     def _action_timeout(self, limit: float) -> float:
         if not self.fsm.timeout:
@@ -309,10 +449,10 @@ class FSMExecutor:
         remaining = self.fsm.timeout - self.elapsed_ms() / 1000
         return min(limit, max(remaining, 0.001))  # an action never outlives the loop
 
-    def _detect_signal(self, output: str) -> DetectedSignal | None:
-        if self.signal_detector is None:
+    def _acted_on(self, scan: SignalScan | None) -> DetectedSignal | None:
+        if scan is None:
             return None
-        signal = self.signal_detector.detect_actionable(output)
+        signal = scan.actionable()
         if signal is not None and signal.signal_type == "handoff":
             self._pending_handoff = signal
         return signal
@@ -342,6 +482,7 @@ class FSMExecutor:
             "output": action.output if action else "",
             "exit_code": action.exit_code if action else 0,
             "state": self.current_state,
+            **(_log_key(action) if action else {}),
         }
 
     def _judge(
@@ -353,7 +494,10 @@ class FSMExecutor:
                 assert action is not None
                 return self._default_judgement(action, step.slash)
             output, exit_code = (action.output, action.exit_code) if action else ("", 0)
-            result = evaluate(state.evaluate, output, exit_code, ctx, llm=self.fsm.llm)
+            log_path = _full_output_log(action) if action else None
+            result = evaluate(
+                state.evaluate, output, exit_code, ctx, llm=self.fsm.llm, log_path=log_path
+            )
         except Exception as exc:  # evaluators report expected failures; this is a backstop
             return "error", {"error": f"Evaluation failed: {type(exc).__name__}: {exc}"}
         return result.verdict, result.details
@@ -399,19 +543,56 @@ class FSMExecutor:
             target, current_state=self.current_state, state_names=self.fsm.states, ctx=ctx
         )
 
-    def _handoff(self, signal: DetectedSignal) -> ExecutionResult:
+    def _handoff(self, signal: DetectedSignal) -> ExecutionResult | None:
         payload = signal.payload
+        self.handoff_count += 1
         self._emit(
             "handoff_detected",
             state=self.current_state,
             iteration=self.iteration,
             continuation=payload,
         )
-        error = None
+        if self._continuations_exhausted():
+            limit = self.fsm.max_continuations
+            reason = f"max_continuations ({limit}) reached: this handoff is not continued"
+            return self._finish("handoff", reason, continuation_prompt=payload, exhausted=True)
+        if self._handoff_behavior() is HandoffBehavior.CONTINUE:
+            self._continue_after_handoff(payload)
+            return None
+        error: str | None = None
         if self.handoff_handler is not None:
             self.handoff_result = self.handoff_handler.handle(self.fsm.name, payload)
             error = self.handoff_result.error
         return self._finish("handoff", error, continuation_prompt=payload)
+
+    def _handoff_behavior(self) -> HandoffBehavior:
+        if self.handoff_handler is not None:
+            return self.handoff_handler.behavior
+        return HandoffBehavior(self.fsm.on_handoff)
+
+    def _continue_after_handoff(self, payload: str | None) -> None:
+        """`on_handoff: continue`: the same state runs again next, in a fresh process,
+        and gets the continuation prompt as a resumed handoff does."""
+        self.handoff_context = {
+            "prompt": payload or "",
+            "count": self.handoff_count,
+            "state": self.current_state,
+        }
+        self._handoff_delivered = False
+        self._emit(
+            "handoff_continued",
+            state=self.current_state,
+            iteration=self.iteration,
+            count=self.handoff_count,
+            continuation=payload,
+        )
+
+    def _continuations_exhausted(self) -> bool:
+        """Whether this handoff goes past `max_continuations` (terminate never continues)."""
+        handler = self.handoff_handler
+        if handler is not None and handler.behavior is HandoffBehavior.TERMINATE:
+            return False
+        return self.handoff_count > self.fsm.max_continuations
 
     def _finish(
         self,
@@ -420,11 +601,13 @@ class FSMExecutor:
         *,
         continuation_prompt: str | None = None,
         stop_reason: str | None = None,
+        exhausted: bool = False,
     ) -> ExecutionResult:
         result = self._result(terminated_by, error)
         result.handoff = terminated_by == "handoff"
         result.continuation_prompt = continuation_prompt
         result.stop_reason = stop_reason
+        result.continuations_exhausted = exhausted
         self._emit("loop_complete", **_completion_keys(result))
         return result
 
@@ -445,6 +628,7 @@ class FSMExecutor:
             duration_ms=self.elapsed_ms(),
             captured=self.captured,
             error=error,
+            errors=self.guards.errors.to_list(),
         )
 
     # -- helpers ------------------------------------------------------------------------
@@ -501,6 +685,35 @@ def _is_slash(state: StateConfig, action: str) -> bool:
     if state.action_type is not None:
         return state.action_type == "slash_command"
     return is_slash_command(action)
+
+
+def _full_output_log(result: ActionResult) -> str | None:
+    """The log holding the whole stdout, when `result.output` holds only its tail."""
+    return result.log_path if result.output_truncated else None
+
+
+def _log_key(result: ActionResult) -> dict[str, str]:
+    """`{"log_path": ...}` for a capture or `prev` whose stdout was logged, else nothing."""
+    return {"log_path": result.log_path} if result.log_path is not None else {}
+
+
+def _ending(step: _Step) -> StepEnding:
+    """What the guards need to know about how a state ended."""
+    action = step.action
+    error = step.details.get("error") if step.verdict == "error" else None
+    signal = step.signal
+    handoff = signal is not None and signal.signal_type == "handoff"
+    return StepEnding(
+        verdict=step.verdict,
+        output=action.output if action is not None else None,
+        details=step.details,
+        stderr=action.stderr if action is not None else "",
+        exit_code=action.exit_code if action is not None else 0,
+        ran_action=action is not None,
+        error=None if error is None else str(error),
+        handoff=handoff,
+        handoff_prompt=signal.payload if signal is not None and handoff else None,
+    )
 
 
 def _error_step(message: str) -> _Step:

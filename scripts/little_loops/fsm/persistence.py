@@ -2,21 +2,29 @@
 
 This module owns what a run leaves on disk and how a later process picks it up. It wraps
 an `FSMExecutor`, writes every event to `<name>.events.jsonl` and a `LoopState` snapshot
-to `<name>.state.json` (one per state entered, one per route, one at the end), and
-restores a saved run. The file formats live in `state_files`; nothing here prints.
+to `<name>.state.json` (one per state entered, one per route followed by a backoff sleep,
+one at the end), points the executor at `<name>.logs/` for the action logs, moves the
+previous run's files to the history when a new run starts (`run_history`), and restores a
+saved run. The file formats live in `state_files`; nothing here prints.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from little_loops.fsm.errors import LoopError, StateFileError
+from little_loops.fsm.checkpoint import GitCheckpointer
+from little_loops.fsm.errors import LoopError, RunFilesError, StateFileError
 from little_loops.fsm.executor import EventCallback, ExecutionResult, FSMExecutor
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
+from little_loops.fsm.locking import lock_file_exists, read_holder
+from little_loops.fsm.output_files import stderr_log_path
+from little_loops.fsm.run_history import archive_previous_run
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
 from little_loops.fsm.state_files import (
@@ -54,9 +62,12 @@ _FINAL_STATUS = {
     "error": "failed",
     "timeout": "failed",
     "signal_stop": "stopped",
+    "stalled": "stalled",
 }
 _NOT_DETAILS = ("event", "ts", "type", "verdict")
-_RESUMABLE = ("awaiting_continuation", "interrupted", "running")
+_RESUMABLE = ("awaiting_continuation", "interrupted", "running", "stalled")
+# Statuses whose current state finished its action: on resume it runs as a new iteration.
+_STATE_FINISHED = ("awaiting_continuation", "stalled")
 
 
 class NotResumableError(LoopError):
@@ -68,20 +79,26 @@ def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
-def cap_output(text: str, cap: int = STATE_OUTPUT_CAP) -> str:
-    """`text`, or its last `cap` characters behind a marker saying how much was cut."""
+def cap_output(text: str, cap: int = STATE_OUTPUT_CAP, log_path: str | None = None) -> str:
+    """`text`, or its last `cap` characters behind a marker saying how much was cut (and,
+    given `log_path`, which file holds the whole output)."""
     if len(text) <= cap:
         return text
     cut = len(text) - cap
-    return f"[... {cut} characters truncated ...]\n{text[cut:]}"
+    where = f"; full output in {log_path}" if log_path else ""
+    return f"[... {cut} characters truncated{where} ...]\n{text[cut:]}"
 
 
 def _capped_result(result: dict[str, Any]) -> dict[str, Any]:
     """A copy of an action result with long `output`/`stderr` cut for the state file."""
     copy = dict(result)
+    log_path = copy.get("log_path")
+    logs = {"output": log_path, "stderr": None}
+    if isinstance(log_path, str):
+        logs["stderr"] = str(stderr_log_path(Path(log_path)))
     for key in ("output", "stderr"):
         if isinstance(copy.get(key), str):
-            copy[key] = cap_output(copy[key])
+            copy[key] = cap_output(copy[key], log_path=logs[key])
     return copy
 
 
@@ -95,9 +112,15 @@ def _evaluation_record(event: dict[str, Any]) -> dict[str, Any]:
     return {"verdict": event.get("verdict"), "details": details}
 
 
-def _refusal(state: LoopState) -> str | None:
+def _refusal(state: LoopState, max_continuations: int, running_dir: Path) -> str | None:
     """Why a saved run cannot be resumed, or None if it can."""
     name = state.loop_name
+    if state.status == "awaiting_continuation" and state.handoff_count > max_continuations:
+        return (
+            f"loop '{name}' reached max_continuations ({max_continuations}) after "
+            f"{state.handoff_count} handoffs; to continue anyway: "
+            f"ll-loop resume {name} --max-continuations {state.handoff_count}"
+        )
     if state.status == "completed":
         return f"loop '{name}' already completed"
     if state.status == "failed":
@@ -106,22 +129,32 @@ def _refusal(state: LoopState) -> str | None:
         return f"loop '{name}' was stopped by LOOP_STOP"
     if state.status == "handoff_terminated":
         return f"loop '{name}' ended at a handoff (handoff_terminated)"
-    if state.status == "running" and _owner_alive(state):
+    if state.status == "running" and _owner_alive(state, running_dir):
         return f"loop '{name}' is running (pid {state.pid})"
     if state.status not in _RESUMABLE:
         return f"loop '{name}' has status '{state.status}', which cannot be resumed"
     return None
 
 
-def _owner_alive(state: LoopState) -> bool:
-    """Whether the process that wrote a `running` state still runs (on this host)."""
+def _owner_alive(state: LoopState, running_dir: Path) -> bool:
+    """Whether another process still runs the loop of a `running` state (on this host)."""
     if state.host is not None and state.host != socket.gethostname():
         return False  # we cannot see it; the brief treats it as gone
+    if lock_file_exists(running_dir, state.loop_name):  # the lock knows; the pid may lie
+        holder = read_holder(running_dir, state.loop_name)
+        return holder is not None and holder.pid != os.getpid()  # a lock we hold is ours
     return is_process_alive(state.pid)
 
 
 class PersistentExecutor:
-    """An `FSMExecutor` whose events and state are saved, so the run can be resumed."""
+    """An `FSMExecutor` whose events and state are saved, so the run can be resumed.
+
+    With `on_handoff: spawn` the new session is created held (see `handoff_handler`):
+    the state is saved as `awaiting_continuation` before it is created, its pid and the
+    `handoff_spawned` event are recorded when the run ends, then `before_spawn` (addition:
+    e.g. releasing the run lock, which the spawned `ll-loop resume` needs) is called, and
+    only then does claude start. So the new session never races this one for the files.
+    """
 
     def __init__(
         self,
@@ -130,6 +163,7 @@ class PersistentExecutor:
         loops_dir: Path | None = None,
         *,
         event_callback: EventCallback | None = None,
+        before_spawn: Callable[[], None] | None = None,
         **executor_kwargs: Any,
     ) -> None:
         self.fsm = fsm
@@ -137,11 +171,20 @@ class PersistentExecutor:
         self.signal_detector = SignalDetector()
         handoff_behavior = HandoffBehavior(fsm.on_handoff)
         self.persistence = persistence or StatePersistence(fsm.name, loops_dir or Path(".loops"))
-        self.persistence.initialize()
+        self._save_failure: RunFilesError | None = None
+        with self._files_guard():
+            self.persistence.initialize()
         self.handoff_handler = HandoffHandler(
-            handoff_behavior, log_dir=self.persistence.running_dir
+            handoff_behavior, log_dir=self.persistence.running_dir, hold_spawn=True
         )
         self.event_callback = event_callback
+        self.before_spawn = before_spawn
+        executor_kwargs.setdefault("log_dir", self.persistence.logs_dir)
+        if fsm.checkpoint == "git":
+            loops_dir = self.persistence.loops_dir
+            executor_kwargs.setdefault(
+                "checkpointer", GitCheckpointer(fsm.name, loops_dir=loops_dir)
+            )
         self._executor = FSMExecutor(
             fsm,
             event_callback=self._handle_event,
@@ -151,10 +194,11 @@ class PersistentExecutor:
         )
         self._last_result: dict[str, Any] | None = None
         self._continuation_prompt: str | None = None
-        self._handoff_count = 0
         self._resumed_at: str | None = None
         self._phase: str | None = None
         self._host = socket.gethostname()
+        # Visits are saved only for loops that limit them: other state files stay as short.
+        self._counts_visits = any(state.max_visits for state in fsm.states.values())
 
     def request_shutdown(self) -> None:
         """Ask the inner executor to stop; the run is then saved as `interrupted`."""
@@ -164,28 +208,51 @@ class PersistentExecutor:
 
     def _handle_event(self, event: dict[str, Any]) -> None:
         """Persist first, then let the chained observer (the CLI display) see the event."""
+        self._persist_event(event)
+        if self.event_callback is not None:
+            self.event_callback(event)
+
+    def _persist_event(self, event: dict[str, Any]) -> None:
+        """Write the event and its snapshot. A failed write ends the run (the executor
+        stops on a raising callback) and nothing is written after it, so the state file
+        keeps the last step that was saved whole."""
+        if self._save_failure is not None:
+            return
+        try:
+            self._record_event(event)
+        except OSError as exc:
+            self._save_failure = self._files_error(exc)
+            raise self._save_failure from exc
+
+    def _record_event(self, event: dict[str, Any]) -> None:
         self.persistence.append_event(event)
         kind = event.get("event")
         if kind == "state_enter":
             self._save_snapshot(str(event["state"]), PHASE_ENTERED)
         elif kind == "route":
-            self._save_snapshot(str(event["to"]), PHASE_ROUTED)
+            self._note_route(str(event["to"]))
         elif kind == "evaluate":
             self._last_result = _evaluation_record(event)
         elif kind == "handoff_detected":
             self._continuation_prompt = event.get("continuation")
-            self._handoff_count += 1
             if self.handoff_handler.behavior is HandoffBehavior.SPAWN:
-                # The handler starts the new session right after this event: the state
-                # file must already say where to continue when it calls `ll-loop resume`.
+                # The handler creates the new session right after this event: whatever
+                # happens next, the state file already says where to continue.
                 self._save_handoff_before_spawn()
-        if self.event_callback is not None:
-            self.event_callback(event)
 
     def _save_snapshot(self, current_state: str, phase: str) -> None:
         self._phase = phase
         state = self._build_state(current_state, self._running_status(current_state))
         self.persistence.save_state(state)
+
+    def _note_route(self, target: str) -> None:
+        """One state write per state entered: the `state_enter` snapshot that follows a
+        route at once says all a route snapshot would (resume from either runs the target
+        next, as the same iteration), so a route is written only when a backoff sleep
+        comes first. Otherwise the phase is kept for the final snapshot."""
+        self._phase = PHASE_ROUTED
+        if self.fsm.backoff:
+            self._save_snapshot(target, PHASE_ROUTED)
 
     def _save_handoff_before_spawn(self) -> None:
         state = self._build_state(self._executor.current_state, "awaiting_continuation")
@@ -214,24 +281,73 @@ class PersistentExecutor:
             pid=os.getpid(),
             host=self._host,
             elapsed_ms=executor.elapsed_ms(),
-            handoff_count=self._handoff_count,
+            handoff_count=executor.handoff_count,
             resumed_at=self._resumed_at,
             phase=self._phase,
+            visits=executor.guards.visits.to_dict() if self._counts_visits else {},
+            stall_streaks=executor.guards.stall.to_dict(),
+            errors=executor.guards.errors.to_list(),
         )
 
     # --- run and resume -----------------------------------------------------------------
 
     def run(self, clear_previous: bool = True) -> ExecutionResult:
-        """Run the loop (after deleting the previous files unless resuming); save the end."""
+        """Run the loop (after archiving the previous run's files unless resuming); save
+        the end."""
         if clear_previous:
-            self.persistence.clear_all()
+            with self._files_guard():
+                # The previous run's files go to `.loops/.history/`, never deleted; what
+                # clear_all removes then is only what a crashed writer left behind.
+                archive_previous_run(self.persistence, self._previous_run_extras())
+                self.persistence.clear_all()
+        try:
+            return self._run_and_save()
+        finally:
+            self._let_spawned_session_go()
+
+    def _previous_run_extras(self) -> list[Path]:
+        handoff_log = self.handoff_handler.log_path(self.fsm.name)
+        return [handoff_log] if handoff_log is not None else []
+
+    def _run_and_save(self) -> ExecutionResult:
         try:
             result = self._executor.run()
         except BaseException as exc:
             self._save_crash(exc)
             raise
-        self._save_final(result)
+        if self._save_failure is not None:
+            raise self._save_failure  # the state file keeps the last step saved whole
+        with self._files_guard():
+            self._save_final(result)
         return result
+
+    @contextlib.contextmanager
+    def _files_guard(self) -> Iterator[None]:
+        """Turn a failed write of the run files into a `RunFilesError` saying what to do."""
+        try:
+            yield
+        except OSError as exc:
+            raise self._files_error(exc) from exc
+
+    def _files_error(self, exc: OSError) -> RunFilesError:
+        name = self.fsm.name
+        return RunFilesError(
+            str(self.persistence.running_dir),
+            f"cannot save the run of '{name}': {exc.strerror or exc}",
+            hint="the run stopped; its state file keeps the last step saved. "
+            f"Fix the cause, then: ll-loop resume {name}",
+        )
+
+    def _let_spawned_session_go(self) -> None:
+        """Everything is written: release what the new session needs, then start it."""
+        spawned = self._executor.handoff_result
+        if spawned is None or spawned.spawned_process is None:
+            return
+        try:
+            if self.before_spawn is not None:
+                self.before_spawn()
+        finally:
+            self.handoff_handler.release_spawned()
 
     def _final_status(self, terminated_by: str) -> str:
         terminating = self.handoff_handler.behavior is HandoffBehavior.TERMINATE
@@ -262,7 +378,9 @@ class PersistentExecutor:
         state.terminated_by = "signal"
         if not isinstance(exc, KeyboardInterrupt):
             state.error = f"{type(exc).__name__}: {exc}"
-        self.persistence.save_state(state)
+        if self._save_failure is None:
+            with contextlib.suppress(OSError):  # the interruption being raised matters more
+                self.persistence.save_state(state)
 
     def resume(self) -> ExecutionResult | None:
         """Continue a saved run; None when there is nothing resumable (reference API)."""
@@ -276,19 +394,21 @@ class PersistentExecutor:
         state = self.persistence.load_state_checked()
         if state is None:
             raise NotResumableError(f"no saved state for '{self.fsm.name}'")
-        reason = _refusal(state)
+        reason = _refusal(state, self.fsm.max_continuations, self.persistence.running_dir)
         if reason is not None:
             raise NotResumableError(reason)
         self._restore(state)
-        self.persistence.append_event(self._resume_event(state))
+        with self._files_guard():
+            self.persistence.append_event(self._resume_event(state))
         return self.run(clear_previous=False)
 
     def _restore(self, state: LoopState) -> None:
         executor = self._executor
         executor.current_state = state.current_state
         # A state cut off before its action finished runs again under the same number;
-        # after a handoff the action did finish, so the re-run is a new iteration.
-        cut_off = state.phase == PHASE_ENTERED and state.status != "awaiting_continuation"
+        # after a handoff or a stall the action did finish, so the re-run is a new
+        # iteration.
+        cut_off = state.phase == PHASE_ENTERED and state.status not in _STATE_FINISHED
         executor.iteration = max(state.iteration - 1, 0) if cut_off else state.iteration
         executor.captured.clear()
         executor.captured.update(state.captured)
@@ -304,10 +424,21 @@ class PersistentExecutor:
                 "count": state.handoff_count,
                 "state": state.current_state,
             }
+        executor.handoff_count = state.handoff_count
+        self._restore_guards(state, cut_off=cut_off)
         self._last_result = state.last_result
-        self._handoff_count = state.handoff_count
         self._phase = state.phase
         self._resumed_at = now_iso()
+
+    def _restore_guards(self, state: LoopState, *, cut_off: bool) -> None:
+        """Counters go on across resumes: a loop stalled before stalls again unless its
+        output changes (or the loop file raised the limit)."""
+        guards = self._executor.guards
+        guards.visits.restore(state.visits)
+        if cut_off:
+            guards.visits.forget_one(state.current_state)  # it is entered again
+        guards.stall.restore(state.stall_streaks)
+        guards.errors.restore(state.errors)
 
     def _resume_event(self, state: LoopState) -> dict[str, Any]:
         event: dict[str, Any] = {

@@ -15,6 +15,8 @@ DEFAULT_MAX_ITERATIONS = 50
 DEFAULT_MIN_CONFIDENCE = 0.5
 DEFAULT_DIRECTION = "minimize"
 DEFAULT_ON_HANDOFF = "pause"
+DEFAULT_MAX_CONTINUATIONS = 5
+DEFAULT_STALL_THRESHOLD = 3
 DEFAULT_LLM_MODEL = "claude-sonnet-4-20250514"
 DEFAULT_LLM_MAX_TOKENS = 256
 DEFAULT_LLM_TIMEOUT = 30
@@ -124,6 +126,10 @@ class StateConfig:
     on_maintain: str | None = None
     # Addition: force how the action runs ("shell" or "slash_command") instead of guessing.
     action_type: str | None = None
+    # Additions (loop guards): enter this state at most `max_visits` times per run, then
+    # go to `on_max_visits` (or stop the run as stalled).
+    max_visits: int | None = None
+    on_max_visits: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -142,6 +148,8 @@ class StateConfig:
         _put_if_set(out, "timeout", self.timeout)
         _put_if_set(out, "on_maintain", self.on_maintain)
         _put_if_set(out, "action_type", self.action_type)
+        _put_if_set(out, "max_visits", self.max_visits)
+        _put_if_set(out, "on_max_visits", self.on_max_visits)
         return out
 
     @classmethod
@@ -161,11 +169,20 @@ class StateConfig:
             timeout=data.get("timeout"),
             on_maintain=data.get("on_maintain"),
             action_type=data.get("action_type"),
+            max_visits=data.get("max_visits"),
+            on_max_visits=data.get("on_max_visits"),
         )
 
     def get_referenced_states(self) -> set[str]:
         """Every target this state names, verbatim (`$current` and templates included)."""
-        names = [self.on_success, self.on_failure, self.on_error, self.next, self.on_maintain]
+        names = [
+            self.on_success,
+            self.on_failure,
+            self.on_error,
+            self.next,
+            self.on_maintain,
+            self.on_max_visits,
+        ]
         if self.route is not None:
             names.extend(self.route.routes.values())
             names.extend([self.route.default, self.route.error])
@@ -219,6 +236,11 @@ class FSMLoop:
     maintain: bool = False
     llm: LLMConfig = field(default_factory=LLMConfig)
     on_handoff: str = DEFAULT_ON_HANDOFF
+    max_continuations: int = DEFAULT_MAX_CONTINUATIONS
+    # Additions (loop guards): identical endings of a state in a row that stop the run as
+    # stalled (0: never), and `"git"` to commit the work after each iteration and handoff.
+    stall_threshold: int = DEFAULT_STALL_THRESHOLD
+    checkpoint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -242,6 +264,11 @@ class FSMLoop:
         llm = self.llm.to_dict()
         if llm:
             out["llm"] = llm
+        if self.max_continuations != DEFAULT_MAX_CONTINUATIONS:
+            out["max_continuations"] = self.max_continuations
+        if self.stall_threshold != DEFAULT_STALL_THRESHOLD:
+            out["stall_threshold"] = self.stall_threshold
+        _put_if_set(out, "checkpoint", self.checkpoint)
         return out
 
     @classmethod
@@ -262,6 +289,9 @@ class FSMLoop:
             maintain=data.get("maintain", False),
             llm=LLMConfig.from_dict(data["llm"]) if "llm" in data else LLMConfig(),
             on_handoff=data.get("on_handoff", DEFAULT_ON_HANDOFF),
+            max_continuations=data.get("max_continuations", DEFAULT_MAX_CONTINUATIONS),
+            stall_threshold=data.get("stall_threshold", DEFAULT_STALL_THRESHOLD),
+            checkpoint=data.get("checkpoint"),
         )
 
     def get_all_state_names(self) -> set[str]:

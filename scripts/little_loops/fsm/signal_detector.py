@@ -4,6 +4,17 @@ This module only finds markers; the executor decides what each one does. The bui
 patterns are spelled exactly as in the reference (unanchored, so a marker anywhere in a
 line counts). Unlike the reference, `SignalDetector([])` really means "no patterns";
 `None` means the built-in ones.
+
+Two ways to look:
+
+- `SignalPattern.search`, `SignalDetector.detect` and `detect_first` apply the regular
+  expressions to a whole text, as the reference did. There `\\s*` may cross a line break,
+  so a marker at the end of a line takes the next line as its payload.
+- `SignalScan` (what the executor uses, through `SignalDetector.scan` and
+  `detect_actionable`) looks at one line at a time, as the output streams. A marker's
+  payload is the rest of its own line, never the next one, and a built-in marker with
+  nothing after it is a signal with an empty payload. Each line is first checked for the
+  marker's literal text, so a line without one costs a few substring searches.
 """
 
 from __future__ import annotations
@@ -22,11 +33,17 @@ class DetectedSignal:
 
 
 class SignalPattern:
-    """A named regular expression; capture group 1 (if any) is the payload."""
+    """A named regular expression; capture group 1 (if any) is the payload.
 
-    def __init__(self, name: str, pattern: str) -> None:
+    `marker` (addition) is literal text that every match contains. Line scanning skips
+    the regular expression on lines without it, and a line that holds the marker but
+    does not match (nothing follows the marker) counts as the signal with payload `""`.
+    """
+
+    def __init__(self, name: str, pattern: str, *, marker: str | None = None) -> None:
         self.name = name
         self.regex = re.compile(pattern, re.MULTILINE)
+        self.marker = marker
 
     def search(self, output: str) -> DetectedSignal | None:
         """The first match in `output`, or None."""
@@ -36,14 +53,73 @@ class SignalPattern:
         payload = match.group(1).strip() if self.regex.groups else None
         return DetectedSignal(signal_type=self.name, payload=payload, raw_match=match.group(0))
 
+    def search_line(self, line: str) -> DetectedSignal | None:
+        """The signal in one line (without its line break), or None."""
+        if self.marker is not None and self.marker not in line:
+            return None  # the cheap test that almost every line fails
+        found = self.search(line)
+        if found is None and self.marker is not None:
+            return DetectedSignal(signal_type=self.name, payload="", raw_match=self.marker)
+        return found
 
-HANDOFF_SIGNAL = SignalPattern("handoff", r"CONTEXT_HANDOFF:\s*(.+)")
-ERROR_SIGNAL = SignalPattern("error", r"FATAL_ERROR:\s*(.+)")
-STOP_SIGNAL = SignalPattern("stop", r"LOOP_STOP:\s*(.*)")
+
+HANDOFF_SIGNAL = SignalPattern("handoff", r"CONTEXT_HANDOFF:\s*(.+)", marker="CONTEXT_HANDOFF:")
+ERROR_SIGNAL = SignalPattern("error", r"FATAL_ERROR:\s*(.+)", marker="FATAL_ERROR:")
+STOP_SIGNAL = SignalPattern("stop", r"LOOP_STOP:\s*(.*)", marker="LOOP_STOP:")
 
 # What the executor acts on when one output holds several signals: a fatal error ends the
 # run whatever else was said, a handoff beats a clean stop. Other types are not acted on.
 SIGNAL_PRECEDENCE = ("error", "handoff", "stop")
+
+
+class SignalScan:
+    """The signals in one action's output, fed one line at a time as it streams.
+
+    Each pattern keeps its first match; later lines are not searched for a pattern that
+    has already matched.
+    """
+
+    def __init__(self, patterns: list[SignalPattern]) -> None:
+        # (position, pattern) of the patterns with no match yet, in list order.
+        self._waiting = list(enumerate(patterns))
+        self._found: dict[int, DetectedSignal] = {}
+        self.lines = 0
+
+    def feed(self, line: str) -> None:
+        """Scan one line (its line break already removed)."""
+        self.lines += 1
+        matched = False
+        for position, pattern in self._waiting:
+            signal = pattern.search_line(line)
+            if signal is not None:
+                self._found[position] = signal
+                matched = True
+        if matched:
+            self._waiting = [item for item in self._waiting if item[0] not in self._found]
+
+    def feed_text(self, text: str) -> None:
+        """Scan a whole output, line by line."""
+        for line in text.split("\n"):
+            self.feed(line)
+
+    def found(self) -> list[DetectedSignal]:
+        """One signal per pattern that matched, in pattern order."""
+        return [self._found[index] for index in sorted(self._found)]
+
+    def actionable(self) -> DetectedSignal | None:
+        """The one signal the executor must act on, following `SIGNAL_PRECEDENCE`.
+
+        Within a type the first pattern in list order wins (for the built-ins: the first
+        marker in the output); `FATAL_ERROR` beats `CONTEXT_HANDOFF`, which beats
+        `LOOP_STOP`.
+        """
+        by_type: dict[str, DetectedSignal] = {}
+        for signal in self.found():
+            by_type.setdefault(signal.signal_type, signal)
+        for signal_type in SIGNAL_PRECEDENCE:
+            if signal_type in by_type:
+                return by_type[signal_type]
+        return None
 
 
 class SignalDetector:
@@ -67,16 +143,12 @@ class SignalDetector:
                 return signal
         return None
 
-    def detect_actionable(self, output: str) -> DetectedSignal | None:
-        """The one signal the executor must act on, following `SIGNAL_PRECEDENCE`.
+    def scan(self) -> SignalScan:
+        """A fresh line-by-line scan with this detector's patterns (one per action)."""
+        return SignalScan(self.patterns)
 
-        Within one output the first marker of a type wins (the first handoff, not the last),
-        and `FATAL_ERROR` beats `CONTEXT_HANDOFF`, which beats `LOOP_STOP`.
-        """
-        by_type: dict[str, DetectedSignal] = {}
-        for signal in self.detect(output):
-            by_type.setdefault(signal.signal_type, signal)
-        for signal_type in SIGNAL_PRECEDENCE:
-            if signal_type in by_type:
-                return by_type[signal_type]
-        return None
+    def detect_actionable(self, output: str) -> DetectedSignal | None:
+        """The signal the executor acts on in a whole output, scanned line by line."""
+        scan = self.scan()
+        scan.feed_text(output)
+        return scan.actionable()

@@ -14,12 +14,13 @@ import json
 import os
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from little_loops.fsm.errors import StateFileError
+from little_loops.fsm.guards import is_error_list, is_streak_map, is_visit_map
 
 RUNNING_DIR = ".running"
 STATE_VERSION = 1
@@ -28,6 +29,7 @@ PHASE_ROUTED = "routed"
 
 _STATE_SUFFIX = ".state.json"
 _EVENTS_SUFFIX = ".events.jsonl"
+_LOGS_SUFFIX = ".logs"
 _TAIL_BLOCK_BYTES = 64 * 1024
 # Deeper than this, an event value is written with str(): it can only be a cycle or junk.
 _MAX_EVENT_DEPTH = 64
@@ -110,6 +112,9 @@ _FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
         lambda value: value in (None, PHASE_ENTERED, PHASE_ROUTED),
         f"'{PHASE_ENTERED}', '{PHASE_ROUTED}' or null",
     ),
+    "visits": (is_visit_map, "an object of state names to counts"),
+    "stall_streaks": (is_streak_map, "an object of state names to streaks"),
+    "errors": (is_error_list, "an array of error records"),
 }
 
 
@@ -161,6 +166,11 @@ class LoopState:
     handoff_count: int = 0
     resumed_at: str | None = None
     phase: str | None = None
+    # Loop guards (`guards`), kept so a resumed run goes on counting: visits per state,
+    # streaks of identical endings, and the last errors seen. Written when not empty.
+    visits: dict[str, int] = field(default_factory=dict)
+    stall_streaks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The reference keys in reference order, then the additions that are set."""
@@ -185,6 +195,9 @@ class LoopState:
             out["handoff_count"] = self.handoff_count
         for key in ("resumed_at", "phase"):
             if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        for key in ("visits", "stall_streaks", "errors"):
+            if getattr(self, key):
                 out[key] = getattr(self, key)
         return out
 
@@ -220,6 +233,9 @@ class LoopState:
             handoff_count=data.get("handoff_count", 0),
             resumed_at=data.get("resumed_at"),
             phase=data.get("phase"),
+            visits=data.get("visits", {}),
+            stall_streaks=data.get("stall_streaks", {}),
+            errors=data.get("errors", []),
         )
 
 
@@ -283,6 +299,38 @@ def append_whole_line(path: Path, line: bytes) -> None:
         os.close(fd)
 
 
+def end_events_with_a_whole_line(path: Path) -> None:
+    """Drop an unterminated last line (a write cut short by a kill or a full disk), so the
+    next event starts a line of its own; a last line that is a whole event keeps it."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return
+        start = _start_of_last_line(fd, size)
+        if parse_event_line(os.pread(fd, size - start, start)) is not None:
+            os.pwrite(fd, b"\n", size)
+        else:
+            os.ftruncate(fd, start)
+    finally:
+        os.close(fd)
+
+
+def _start_of_last_line(fd: int, size: int) -> int:
+    """Offset just after the last line break before `size` (0 when there is none)."""
+    position = size
+    while position > 0:
+        block_start = max(position - _TAIL_BLOCK_BYTES, 0)
+        found = os.pread(fd, position - block_start, block_start).rfind(b"\n")
+        if found >= 0:
+            return block_start + found + 1
+        position = block_start
+    return 0
+
+
 def parse_event_line(line: bytes) -> dict[str, Any] | None:
     """The event on one line, or None for a blank, damaged or non-object line."""
     if not line.strip():
@@ -340,6 +388,8 @@ class StatePersistence:
         self.running_dir = self.loops_dir / RUNNING_DIR
         self.state_file = self.running_dir / f"{loop_name}{_STATE_SUFFIX}"
         self.events_file = self.running_dir / f"{loop_name}{_EVENTS_SUFFIX}"
+        # Addition: the folder of the run's per-action output logs.
+        self.logs_dir = self.running_dir / f"{loop_name}{_LOGS_SUFFIX}"
 
     def initialize(self) -> None:
         """Create the running directory (and parents) if needed."""
@@ -361,7 +411,7 @@ class StatePersistence:
         """The saved state; None only when there is no file; `StateFileError` if damaged."""
         try:
             raw = self.state_file.read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # no file (or no directory) there
             return None
         except OSError as exc:
             raise StateFileError(str(self.state_file), f"cannot be read: {exc.strerror}") from exc
@@ -390,10 +440,22 @@ class StatePersistence:
     def clear_state(self) -> None:
         """Delete the state file, and temp files a crashed writer may have left behind."""
         self.state_file.unlink(missing_ok=True)
+        self._remove_stray_temp_files()
+
+    def _remove_stray_temp_files(self) -> None:
         pattern = f".{glob.escape(self.state_file.name)}.*.tmp"
         if self.running_dir.is_dir():
             for stray in self.running_dir.glob(pattern):
                 stray.unlink(missing_ok=True)
+
+    def remove_crash_leftovers(self) -> None:
+        """Tidy what a killed writer left: temp files, and a last event line cut short.
+
+        Only for the process that owns the loop now (it holds the loop lock): a live
+        writer's temp file would otherwise disappear under it.
+        """
+        self._remove_stray_temp_files()
+        end_events_with_a_whole_line(self.events_file)
 
     def append_event(self, event: dict[str, Any]) -> None:
         """Append one event as one JSON line (values json cannot write become str)."""

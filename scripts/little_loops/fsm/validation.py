@@ -82,13 +82,15 @@ EVALUATOR_REQUIRED_FIELDS: dict[str, list[str]] = {
     "output_contains": ["pattern"],
     "convergence": ["target"],
     "llm_structured": [],
+    "return_metadata": [],
 }
 
 VALID_OPERATORS: set[str] = {"eq", "ne", "lt", "le", "gt", "ge"}
 
 EVALUATOR_TYPES = tuple(EVALUATOR_REQUIRED_FIELDS)
 DIRECTIONS = ("minimize", "maximize")
-HANDOFF_BEHAVIORS = ("pause", "spawn", "terminate")
+HANDOFF_BEHAVIORS = ("pause", "spawn", "terminate", "continue")
+CHECKPOINT_KINDS = ("git",)
 ACTION_TYPES = ("shell", "slash_command")
 PARADIGMS = ("convergence", "fsm", "goal", "imperative", "invariants")
 SPECIAL_ROUTE_KEYS = ("_", "_error")
@@ -102,6 +104,9 @@ COMMON_SPEC_KEYS = (
     "scope",
     "llm",
     "on_handoff",
+    "max_continuations",
+    "stall_threshold",
+    "checkpoint",
 )
 PARADIGM_SPEC_KEYS: dict[str, tuple[str, ...]] = {
     "goal": ("paradigm", "name", "goal", "tools", *COMMON_SPEC_KEYS),
@@ -187,6 +192,12 @@ def _check_bool(value: Any) -> str | None:
     if isinstance(value, bool):
         return None
     return f"must be true or false, got {describe_value(value)}"
+
+
+def _check_non_negative_int(value: Any) -> str | None:
+    if _is_int(value) and value >= 0:
+        return None
+    return f"must be an integer >= 0, got {describe_value(value)}"
 
 
 def _check_positive_int(value: Any) -> str | None:
@@ -355,6 +366,8 @@ _STATE_CHECKS: dict[str, FieldCheck] = {
     "timeout": _scalar(_nullable(_check_positive_int)),
     "on_maintain": _optional_string,
     "action_type": _scalar(_nullable(_one_of("action_type", ACTION_TYPES))),
+    "max_visits": _scalar(_nullable(_check_positive_int)),
+    "on_max_visits": _optional_string,
 }
 
 _LLM_CHECKS: dict[str, FieldCheck] = {
@@ -395,6 +408,9 @@ _LOOP_CHECKS: dict[str, FieldCheck] = {
     "maintain": _scalar(_check_bool),
     "llm": _mapping_of(_LLM_CHECKS),
     "on_handoff": _scalar(_one_of("on_handoff value", HANDOFF_BEHAVIORS)),
+    "max_continuations": _scalar(_check_positive_int),
+    "stall_threshold": _scalar(_check_non_negative_int),
+    "checkpoint": _scalar(_nullable(_one_of("checkpoint kind", CHECKPOINT_KINDS))),
 }
 
 
@@ -524,6 +540,13 @@ def _transition_errors(name: str, state: StateConfig) -> list[ValidationError]:
     return errors
 
 
+def _visit_limit_errors(name: str, state: StateConfig) -> list[ValidationError]:
+    if state.on_max_visits is not None and state.max_visits is None:
+        message = "on_max_visits has no effect without max_visits"
+        return [ValidationError(message, f"states.{name}.on_max_visits")]
+    return []
+
+
 def _reachable_states(fsm: FSMLoop) -> set[str]:
     reachable: set[str] = set()
     queue = deque([fsm.initial])
@@ -564,6 +587,7 @@ def validate_fsm(fsm: FSMLoop) -> list[ValidationError]:
         if state.evaluate is not None:
             findings.extend(_evaluator_errors(state.evaluate, f"states.{name}.evaluate"))
         findings.extend(_transition_errors(name, state))
+        findings.extend(_visit_limit_errors(name, state))
     findings.extend(_unreachable_warnings(fsm))
     return findings
 

@@ -4,7 +4,8 @@ PyYAML follows YAML 1.1, where ``on``, ``off``, ``yes``, ``no`` (and ``y``/``n``
 booleans. In a loop file those words are state and verdict names, so turning them into
 ``True``/``False`` silently breaks routing. This loader keeps only ``true``/``false``
 (any case) as booleans, as YAML 1.2 does, and reports syntax errors as one line with the
-line and column.
+line and column. It also refuses an "alias bomb": a few lines whose anchors and aliases
+stand for millions of values, which would hang every later step.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from little_loops.fsm.errors import LoopSyntaxError
 
 _BOOL_PATTERN = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 _BOOL_FIRST_CHARS = list("tTfF")
+MAX_ALIAS_EXPANSION = 100_000
+"""Values that aliases may add beyond those written out (reusing a block a few times is
+far below this; a file that multiplies itself past it is refused)."""
 
 
 class LoopYamlLoader(yaml.SafeLoader):
@@ -40,13 +44,50 @@ _drop_yaml11_bool_resolver()
 def parse_yaml(text: str, source: str | Path = "<string>") -> Any:
     """Parse YAML text; a syntax error becomes a one-line `LoopSyntaxError`."""
     try:
-        return yaml.load(text, Loader=LoopYamlLoader)  # LoopYamlLoader derives from SafeLoader
+        return _load(text, str(source))
+    except LoopSyntaxError:
+        raise
     except yaml.YAMLError as exc:
         raise LoopSyntaxError.from_yaml_error(str(source), exc) from None
     except RecursionError:
         raise LoopSyntaxError(str(source), "YAML is nested too deeply") from None
     except ValueError as exc:  # e.g. an integer longer than Python's digit limit
         raise LoopSyntaxError(str(source), f"YAML value cannot be read: {exc}") from None
+
+
+def _load(text: str, source: str) -> Any:
+    """`yaml.load` with the alias check between composing and constructing."""
+    loader = LoopYamlLoader(text)  # derives from SafeLoader
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        counted: dict[int, int] = {}
+        added = _expanded_size(node, counted) - len(counted)
+        if added > MAX_ALIAS_EXPANSION:
+            raise LoopSyntaxError(
+                source,
+                f"YAML aliases expand to {added:,} more values than the file spells out "
+                f"(at most {MAX_ALIAS_EXPANSION:,})",
+            )
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(node: yaml.Node, counted: dict[int, int]) -> int:
+    """How many values `node` stands for with every alias written out (each node once)."""
+    key = id(node)
+    if key in counted:
+        return counted[key]
+    counted[key] = 1  # a node inside itself (`&a [*a]`) counts once
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+        size += sum(_expanded_size(item, counted) for item in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size += sum(_expanded_size(k, counted) + _expanded_size(v, counted) for k, v in node.value)
+    counted[key] = size
+    return size
 
 
 def dump_yaml(data: Any) -> str:
