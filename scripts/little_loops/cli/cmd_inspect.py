@@ -65,7 +65,7 @@ def _list_running(as_json: bool) -> int:
         write_line("Running loops:")
         for state in shown:
             write_line(
-                f"  {state.loop_name}: {state.current_state} (iteration {state.iteration})"
+                f"  {state.loop_name}: {state.current_state} (iteration {state.current_iteration()})"
                 f" - {_short_status(state)}"
             )
     return OK
@@ -124,7 +124,7 @@ def status_lines(state: LoopState, loop_arg: str) -> list[str]:
         f"Loop: {state.loop_name}",
         f"Status: {describe_status(state, loop_arg)}",
         f"Current state: {state.current_state}",
-        f"Iteration: {state.iteration}",
+        f"Iteration: {state.current_iteration()}",
         f"Started: {state.started_at}",
         f"Updated: {state.updated_at}",
     ]

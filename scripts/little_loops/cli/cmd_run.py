@@ -171,7 +171,7 @@ def _executor(
 def _resume_header(saved: LoopState, fsm: FSMLoop) -> list[str]:
     lines = [
         f"Resuming loop '{fsm.name}' from state '{saved.current_state}' "
-        f"(iteration {saved.iteration})"
+        f"(iteration {saved.current_iteration()})"
     ]
     if saved.status == "awaiting_continuation" and saved.continuation_prompt:
         lines.append(f"Continuation context: {saved.continuation_prompt}")

@@ -208,7 +208,7 @@ def _final_event(state: LoopState, how: str) -> dict[str, object]:
         "event": "loop_complete",
         "ts": now_iso(),
         "final_state": state.current_state,
-        "iterations": state.iteration,
+        "iterations": state.current_iteration(),
         "terminated_by": "signal",
         "stopped_by": f"ll-loop stop ({how})",
     }
@@ -220,7 +220,7 @@ def _report(state: LoopState | None, stopped: _Stopped, loop_arg: str, logger: L
         if state is not None and state.pid == pid:
             logger.success(
                 f"Stopped {state.loop_name} at state '{state.current_state}' "
-                f"(iteration {state.iteration}, pid {pid})"
+                f"(iteration {state.current_iteration()}, pid {pid})"
             )
         else:
             logger.success(f"Stopped {loop_arg} (pid {pid})")

@@ -2,8 +2,8 @@
 
 This module owns what a run leaves on disk and how a later process picks it up. It wraps
 an `FSMExecutor`, writes every event to `<name>.events.jsonl` and a `LoopState` snapshot
-to `<name>.state.json` (one per state entered, one per route followed by a backoff sleep,
-one at the end), points the executor at `<name>.logs/` for the action logs, moves the
+to `<name>.state.json` (one at the start and one per transition; the route into a
+terminal state is the final save, other endings add one), points the executor at `<name>.logs/` for the action logs, moves the
 previous run's files to the history when a new run starts (`run_history`), and restores a
 saved run. The file formats live in `state_files`; nothing here prints.
 """
@@ -196,6 +196,7 @@ class PersistentExecutor:
         self._continuation_prompt: str | None = None
         self._resumed_at: str | None = None
         self._phase: str | None = None
+        self._completion_saved = False
         self._host = socket.gethostname()
         # Visits are saved only for loops that limit them: other state files stay as short.
         self._counts_visits = any(state.max_visits for state in fsm.states.values())
@@ -227,10 +228,14 @@ class PersistentExecutor:
     def _record_event(self, event: dict[str, Any]) -> None:
         self.persistence.append_event(event)
         kind = event.get("event")
-        if kind == "state_enter":
-            self._save_snapshot(str(event["state"]), PHASE_ENTERED)
+        if kind == "loop_start":
+            self._save_snapshot(self._executor.current_state)
+        elif kind == "state_enter":
+            # Not written (the last snapshot already names this state); remembered so a
+            # run that stops inside this state is saved as cut off, to run it again.
+            self._phase = PHASE_ENTERED
         elif kind == "route":
-            self._note_route(str(event["to"]))
+            self._save_snapshot(str(event["to"]))
         elif kind == "evaluate":
             self._last_result = _evaluation_record(event)
         elif kind == "handoff_detected":
@@ -240,19 +245,22 @@ class PersistentExecutor:
                 # happens next, the state file already says where to continue.
                 self._save_handoff_before_spawn()
 
-    def _save_snapshot(self, current_state: str, phase: str) -> None:
-        self._phase = phase
-        state = self._build_state(current_state, self._running_status(current_state))
-        self.persistence.save_state(state)
+    def _save_snapshot(self, current_state: str) -> None:
+        """One state write per transition, taken when the next state is chosen.
 
-    def _note_route(self, target: str) -> None:
-        """One state write per state entered: the `state_enter` snapshot that follows a
-        route at once says all a route snapshot would (resume from either runs the target
-        next, as the same iteration), so a route is written only when a backoff sleep
-        comes first. Otherwise the phase is kept for the final snapshot."""
+        The snapshot names the state about to run and the iterations finished so far, so
+        resume after a crash runs exactly the state that had not finished: one cut off
+        mid-action runs again under the same iteration number, and one whose action
+        finished and was routed never runs twice. A `state_enter` write would add nothing
+        (the state and its inputs are already saved) and cost a write per state.
+        """
         self._phase = PHASE_ROUTED
-        if self.fsm.backoff:
-            self._save_snapshot(target, PHASE_ROUTED)
+        state = self._build_state(current_state, self._running_status(current_state))
+        if state.status == "completed":
+            # Routed into the end: this write is also the final one (see `_save_final`).
+            state.terminated_by = "terminal"
+            self._completion_saved = True
+        self.persistence.save_state(state)
 
     def _save_handoff_before_spawn(self) -> None:
         state = self._build_state(self._executor.current_state, "awaiting_continuation")
@@ -356,6 +364,8 @@ class PersistentExecutor:
         return _FINAL_STATUS.get(terminated_by, "failed")
 
     def _save_final(self, result: ExecutionResult) -> None:
+        if result.terminated_by == "terminal" and self._completion_saved:
+            return  # the route into the terminal state already wrote this end
         state = self._build_state(result.final_state, self._final_status(result.terminated_by))
         state.iteration = result.iterations
         state.continuation_prompt = self._continuation_prompt

@@ -172,6 +172,17 @@ class LoopState:
     stall_streaks: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: list[dict[str, Any]] = field(default_factory=list)
 
+    def current_iteration(self) -> int:
+        """The iteration number `current_state` runs as.
+
+        A running loop's snapshot is taken when its next state is chosen (phase `routed`),
+        so `iteration` counts the states finished; for a run still going, or one stopped
+        or killed on its way, `current_state` is under way (or next) as the next number.
+        """
+        if self.phase == PHASE_ROUTED and self.terminated_by in (None, "signal"):
+            return self.iteration + 1
+        return self.iteration
+
     def to_dict(self) -> dict[str, Any]:
         """The reference keys in reference order, then the additions that are set."""
         out: dict[str, Any] = {
