@@ -253,3 +253,20 @@ def test_a_handoff_anywhere_is_found_with_the_rest_of_its_line(
     found = SignalDetector().detect_actionable(output)
     assert found is not None
     assert (found.signal_type, found.payload) == ("handoff", payload.strip())
+
+
+def test_feed_block_finds_a_marker_among_many_lines_and_skips_blocks_without_one() -> None:
+    scan = SignalDetector().scan()
+    scan.feed_block("x\n" * 1000)
+    scan.feed_block("noise\nCONTEXT_HANDOFF: carry on from B\nmore\n")
+    scan.feed_block("CONTEXT_HANDOFF: a second one\n")
+    assert scan.lines == 1004
+    assert scan.found() == [
+        DetectedSignal("handoff", "carry on from B", "CONTEXT_HANDOFF: carry on from B")
+    ]
+
+
+def test_feed_block_scans_every_line_for_a_pattern_without_a_marker() -> None:
+    scan = SignalDetector([SignalPattern("done", r"^ALL (\w+)$")]).scan()
+    scan.feed_block("first\nALL DONE\n")
+    assert scan.found() == [DetectedSignal("done", "DONE", "ALL DONE")]

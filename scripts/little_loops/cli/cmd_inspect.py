@@ -65,8 +65,8 @@ def _list_running(as_json: bool) -> int:
         write_line("Running loops:")
         for state in shown:
             write_line(
-                f"  {state.loop_name}: {state.current_state} (iteration {state.current_iteration()})"
-                f" - {_short_status(state)}"
+                f"  {state.loop_name}: {state.current_state} "
+                f"(iteration {state.current_iteration()}) - {_short_status(state)}"
             )
     return OK
 

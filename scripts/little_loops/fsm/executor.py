@@ -112,7 +112,9 @@ class Checkpointer(Protocol):
 
 
 class _StreamingRunner(Protocol):
-    """A runner whose class sets `supports_streaming = True`: it takes `on_line`."""
+    """A runner whose class sets `supports_streaming = True`: it takes `on_line` (each
+    line); with `supports_text_blocks = True` also `on_text` (blocks of whole lines); with
+    `supports_output_log = True` also `log_path`."""
 
     def run(
         self,
@@ -121,19 +123,7 @@ class _StreamingRunner(Protocol):
         is_slash_command: bool,
         *,
         on_line: Callable[[str], None] | None = None,
-    ) -> ActionResult: ...
-
-
-class _LoggingRunner(Protocol):
-    """A runner whose class sets `supports_output_log = True`: it also takes `log_path`."""
-
-    def run(
-        self,
-        action: str,
-        timeout: float,
-        is_slash_command: bool,
-        *,
-        on_line: Callable[[str], None] | None = None,
+        on_text: Callable[[str], None] | None = None,
         log_path: Path | None = None,
     ) -> ActionResult: ...
 
@@ -401,8 +391,7 @@ class FSMExecutor:
     ) -> ActionResult:
         if getattr(self.action_runner, "supports_streaming", False) is True:
             streaming = cast(_StreamingRunner, self.action_runner)
-            on_line = self._line_feed(scan)
-            result = self._run_streaming(streaming, action, timeout, slash, on_line)
+            result = self._run_streaming(streaming, action, timeout, slash, scan)
         else:
             result = self.action_runner.run(action, timeout=timeout, is_slash_command=slash)
         if scan is not None and scan.lines == 0:
@@ -416,32 +405,22 @@ class FSMExecutor:
         action: str,
         timeout: float,
         slash: bool,
-        on_line: Callable[[str], None] | None,
+        scan: SignalScan | None,
     ) -> ActionResult:
-        """Run through a streaming runner, asking for a log when we keep logs and it can."""
-        if self.log_dir is None or getattr(runner, "supports_output_log", False) is not True:
-            return runner.run(action, timeout=timeout, is_slash_command=slash, on_line=on_line)
-        log_path = self.log_dir / action_log_name(self.iteration, self.current_state)
-        logging = cast(_LoggingRunner, runner)
-        return logging.run(
-            action, timeout=timeout, is_slash_command=slash, on_line=on_line, log_path=log_path
-        )
+        """Run through a streaming runner, asking for a log when we keep logs and it can.
 
-    def _line_feed(self, scan: SignalScan | None) -> Callable[[str], None] | None:
-        """Each streamed line goes to the signal scan, then to the output callback.
-
-        The scan sees every line, also those the runner no longer keeps in memory.
+        The signal scan reads the output in blocks (`on_text`) and the output callback
+        line by line (`on_line`), so both see every line, also those the runner no longer
+        keeps in memory, and a quiet run pays no per-line call at all.
         """
-        show = self.output_callback
-        if scan is None or show is None:
-            return scan.feed if scan is not None else show
-        feed = scan.feed
-
-        def scan_and_show(line: str) -> None:
-            feed(line)
-            show(line)
-
-        return scan_and_show
+        feeds: dict[str, Any] = {"on_line": self.output_callback}
+        if scan is not None and getattr(runner, "supports_text_blocks", False) is True:
+            feeds["on_text"] = scan.feed_block
+        elif scan is not None:
+            feeds["on_line"] = _both(scan.feed, self.output_callback)
+        if self.log_dir is not None and getattr(runner, "supports_output_log", False) is True:
+            feeds["log_path"] = self.log_dir / action_log_name(self.iteration, self.current_state)
+        return runner.run(action, timeout=timeout, is_slash_command=slash, **feeds)
 
     def _action_timeout(self, limit: float) -> float:
         if not self.fsm.timeout:
@@ -731,3 +710,17 @@ def _completion_keys(result: ExecutionResult) -> dict[str, Any]:
     if result.stop_reason is not None:
         keys["stop_reason"] = result.stop_reason
     return keys
+
+
+def _both(
+    first: Callable[[str], None], second: Callable[[str], None] | None
+) -> Callable[[str], None]:
+    """One line callback that calls `first`, then `second` when there is one."""
+    if second is None:
+        return first
+
+    def call_both(line: str) -> None:
+        first(line)
+        second(line)
+
+    return call_both

@@ -3,9 +3,10 @@
 This module owns what a run leaves on disk and how a later process picks it up. It wraps
 an `FSMExecutor`, writes every event to `<name>.events.jsonl` and a `LoopState` snapshot
 to `<name>.state.json` (one at the start and one per transition; the route into a
-terminal state is the final save, other endings add one), points the executor at `<name>.logs/` for the action logs, moves the
-previous run's files to the history when a new run starts (`run_history`), and restores a
-saved run. The file formats live in `state_files`; nothing here prints.
+terminal state is the final save, other endings add one), points the executor at
+`<name>.logs/` for the action logs, moves the previous run's files to the history when
+a new run starts (`run_history`), and restores a saved run. The file formats live in
+`state_files`; nothing here prints.
 """
 
 from __future__ import annotations

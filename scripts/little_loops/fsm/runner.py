@@ -203,11 +203,13 @@ class _RunningAction:
 class DefaultActionRunner:
     """Runs shell actions with `bash -c` and slash commands with the `claude` CLI.
 
-    `supports_streaming`: `run` takes `on_line` (and `on_text`). `supports_output_log`:
-    `run` takes `log_path`, the file that receives the action's whole stdout.
+    `supports_streaming`: `run` takes `on_line`; `supports_text_blocks`: and `on_text`.
+    `supports_output_log`: `run` takes `log_path`, the file that receives the action's
+    whole stdout.
     """
 
     supports_streaming = True
+    supports_text_blocks = True
     supports_output_log = True
 
     def __init__(

@@ -102,6 +102,21 @@ class SignalScan:
         for line in text.split("\n"):
             self.feed(line)
 
+    def feed_block(self, text: str) -> None:
+        """Scan a block of whole lines as it streams (the runner's `on_text`).
+
+        A block that holds none of the waiting markers is passed over with one substring
+        search per marker, instead of one call per line: a chatty action prints millions
+        of lines, and almost none of them carries a marker.
+        """
+        if self._could_match(text):
+            self.feed_text(text.removesuffix("\n"))
+        else:
+            self.lines += text.count("\n") or 1
+
+    def _could_match(self, text: str) -> bool:
+        return any(pattern.marker is None or pattern.marker in text for _, pattern in self._waiting)
+
     def found(self) -> list[DetectedSignal]:
         """One signal per pattern that matched, in pattern order."""
         return [self._found[index] for index in sorted(self._found)]
