@@ -1,23 +1,20 @@
-"""Loading a loop file and deciding whether it is a usable loop.
+"""Deciding whether a loop file is a usable loop: the reference surface and the graph checks.
 
-This module owns every check between "bytes on disk" and "an `FSMLoop` the executor may
-run", in three layers:
+Every check between "bytes on disk" and "an `FSMLoop` the executor may run", in three
+layers, each in its own module:
 
-1. File (`load_loop_mapping`): the path must be an existing regular file of at most
-   5 MiB, UTF-8 text, YAML (through `yaml_loader.parse_yaml`, the one loader) whose top
-   level is a mapping.
-2. Shape (`check_loop_mapping`): the raw mapping, before `FSMLoop.from_dict` sees it.
-   Unknown keys, wrong types and values outside a fixed set are errors, each with a
-   dotted key path (`states.check.evaluate.type`) and a message that names what is
-   allowed. Passing this check guarantees that `from_dict` cannot fail. Paradigm specs
-   (a `paradigm` other than `fsm`, no `initial`/`states`) get the same treatment for the
-   keys the compilers know; their required keys are checked by the compilers.
-3. Graph (`validate_fsm`): the eleven checks of the reference on a built `FSMLoop`.
+1. File (`loop_file.load_loop_mapping`): an existing regular file of at most 5 MiB,
+   UTF-8 YAML whose top level is a mapping.
+2. Shape (`loop_shape.check_loop_mapping`): unknown keys, wrong types and values outside
+   a fixed set (`loop_vocabulary`) in the raw mapping, each with a dotted key path.
+   Passing it guarantees that `FSMLoop.from_dict` cannot fail.
+3. Graph (`validate_fsm`, here): the eleven checks of the reference on a built `FSMLoop`.
 
 `load_and_validate` runs the three layers like the reference does (no paradigm
 compilation); `load_loop` also compiles paradigm files on the fly. Shape errors are
 reported before the graph is built, so a typo such as `on_sucess` is reported on its own
-instead of together with the "no transition" error it causes.
+instead of together with the "no transition" error it causes. This module re-exports the
+names of the other layers, so `little_loops.fsm.validation` stays the one import for them.
 
 Choices where we differ from the reference:
 - Route targets containing `${` are resolved at run time, so the unknown-state check and
@@ -31,440 +28,69 @@ Choices where we differ from the reference:
 from __future__ import annotations
 
 import logging
-import math
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from little_loops.fsm.errors import (
-    LoopFileError,
-    LoopNotFoundError,
-    LoopValidationError,
+from little_loops.fsm.errors import LoopFileError, LoopValidationError
+from little_loops.fsm.findings import ValidationError, ValidationSeverity
+from little_loops.fsm.loop_file import MAX_LOOP_FILE_BYTES, load_loop_mapping
+from little_loops.fsm.loop_shape import check_loop_mapping, is_paradigm_spec
+from little_loops.fsm.loop_vocabulary import (
+    ACTION_TYPES,
+    CHECKPOINT_KINDS,
+    COMMON_SPEC_KEYS,
+    CONSTRAINT_KEYS,
+    DIRECTIONS,
+    EVALUATOR_REQUIRED_FIELDS,
+    EVALUATOR_TYPES,
+    HANDOFF_BEHAVIORS,
+    PARADIGM_SPEC_KEYS,
+    PARADIGMS,
+    REQUIRED_LOOP_FIELDS,
+    SPECIAL_ROUTE_KEYS,
+    UNTIL_KEYS,
+    VALID_OPERATORS,
 )
 from little_loops.fsm.schema import CURRENT_STATE_TOKEN, EvaluateConfig, FSMLoop, StateConfig
-from little_loops.fsm.yaml_loader import parse_yaml
+from little_loops.fsm.value_checks import (
+    FieldCheck,
+    ValueCheck,
+    describe_value,
+    not_a_string_message,
+)
+
+__all__ = [
+    "ACTION_TYPES",
+    "CHECKPOINT_KINDS",
+    "COMMON_SPEC_KEYS",
+    "CONSTRAINT_KEYS",
+    "DIRECTIONS",
+    "EVALUATOR_REQUIRED_FIELDS",
+    "EVALUATOR_TYPES",
+    "HANDOFF_BEHAVIORS",
+    "MAX_LOOP_FILE_BYTES",
+    "PARADIGMS",
+    "PARADIGM_SPEC_KEYS",
+    "REQUIRED_LOOP_FIELDS",
+    "SPECIAL_ROUTE_KEYS",
+    "UNTIL_KEYS",
+    "VALID_OPERATORS",
+    "FieldCheck",
+    "ValidationError",
+    "ValidationSeverity",
+    "ValueCheck",
+    "check_loop_mapping",
+    "describe_value",
+    "is_paradigm_spec",
+    "load_and_validate",
+    "load_loop",
+    "load_loop_mapping",
+    "not_a_string_message",
+    "validate_fsm",
+]
 
 logger = logging.getLogger("little_loops.fsm.validation")
-
-MAX_LOOP_FILE_BYTES = 5 * 1024 * 1024
-REQUIRED_LOOP_FIELDS = ("name", "initial", "states")
-
-
-class ValidationSeverity(Enum):
-    """How bad a finding is: errors reject the loop, warnings are only logged."""
-
-    ERROR = "error"
-    WARNING = "warning"
-
-
-@dataclass
-class ValidationError:
-    """One finding about a loop (a record, not an exception)."""
-
-    message: str
-    path: str | None = None
-    severity: ValidationSeverity = ValidationSeverity.ERROR
-
-    def __str__(self) -> str:
-        label = f"[{self.severity.value.upper()}]"
-        if self.path:
-            return f"{label} {self.path}: {self.message}"
-        return f"{label} {self.message}"
-
-
-EVALUATOR_REQUIRED_FIELDS: dict[str, list[str]] = {
-    "exit_code": [],
-    "output_numeric": ["operator", "target"],
-    "output_json": ["path", "operator", "target"],
-    "output_contains": ["pattern"],
-    "convergence": ["target"],
-    "llm_structured": [],
-    "return_metadata": [],
-}
-
-VALID_OPERATORS: set[str] = {"eq", "ne", "lt", "le", "gt", "ge"}
-
-EVALUATOR_TYPES = tuple(EVALUATOR_REQUIRED_FIELDS)
-DIRECTIONS = ("minimize", "maximize")
-HANDOFF_BEHAVIORS = ("pause", "spawn", "terminate", "continue")
-CHECKPOINT_KINDS = ("git",)
-ACTION_TYPES = ("shell", "slash_command")
-PARADIGMS = ("convergence", "fsm", "goal", "imperative", "invariants")
-SPECIAL_ROUTE_KEYS = ("_", "_error")
-
-# Keys a paradigm spec may use besides its own (the compilers carry them into the FSM).
-COMMON_SPEC_KEYS = (
-    "max_iterations",
-    "backoff",
-    "timeout",
-    "context",
-    "scope",
-    "llm",
-    "on_handoff",
-    "max_continuations",
-    "stall_threshold",
-    "checkpoint",
-)
-PARADIGM_SPEC_KEYS: dict[str, tuple[str, ...]] = {
-    "goal": ("paradigm", "name", "goal", "tools", *COMMON_SPEC_KEYS),
-    "convergence": (
-        "paradigm",
-        "name",
-        "check",
-        "toward",
-        "using",
-        "tolerance",
-        "direction",
-        *COMMON_SPEC_KEYS,
-    ),
-    "invariants": ("paradigm", "name", "constraints", "maintain", *COMMON_SPEC_KEYS),
-    "imperative": ("paradigm", "name", "steps", "until", *COMMON_SPEC_KEYS),
-}
-CONSTRAINT_KEYS = ("name", "check", "fix")
-UNTIL_KEYS = ("check",)
-
-ValueCheck = Callable[[Any], "str | None"]
-FieldCheck = Callable[[Any, str], "list[ValidationError]"]
-
-
-# ---------------------------------------------------------------------------
-# Describing values in messages
-# ---------------------------------------------------------------------------
-
-
-def describe_value(value: Any) -> str:
-    """A short YAML-flavoured rendering of a value for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        # Huge integers cannot even be turned into text (Python's digit limit).
-        return str(value) if value.bit_length() <= 256 else "a very large integer"
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, str):
-        return repr(value if len(value) <= 40 else value[:37] + "...")
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return f"a {type(value).__name__}"
-
-
-def not_a_string_message(value: Any) -> str:
-    """`must be a string, got ...`, with a hint for the classic unquoted `: ` mistake."""
-    hint = ""
-    if isinstance(value, dict) and len(value) == 1:
-        hint = " (quote text that contains ': ', or YAML reads it as a mapping)"
-    return f"must be a string, got {describe_value(value)}{hint}"
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    if _is_int(value):
-        return True
-    return isinstance(value, float) and math.isfinite(value)
-
-
-# ---------------------------------------------------------------------------
-# Value checks: each returns a problem message, or None when the value is fine
-# ---------------------------------------------------------------------------
-
-
-def _check_string(value: Any) -> str | None:
-    return None if isinstance(value, str) else not_a_string_message(value)
-
-
-def _check_non_empty_string(value: Any) -> str | None:
-    if isinstance(value, str) and value:
-        return None
-    return f"must be a non-empty string, got {describe_value(value)}"
-
-
-def _check_bool(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return None
-    return f"must be true or false, got {describe_value(value)}"
-
-
-def _check_non_negative_int(value: Any) -> str | None:
-    if _is_int(value) and value >= 0:
-        return None
-    return f"must be an integer >= 0, got {describe_value(value)}"
-
-
-def _check_positive_int(value: Any) -> str | None:
-    if _is_int(value) and value >= 1:
-        return None
-    return f"must be an integer >= 1, got {describe_value(value)}"
-
-
-def _check_non_negative_number(value: Any) -> str | None:
-    if _is_number(value) and value >= 0:
-        return None
-    return f"must be a number >= 0, got {describe_value(value)}"
-
-
-def _check_fraction(value: Any) -> str | None:
-    if _is_number(value) and 0 <= value <= 1:
-        return None
-    return f"must be a number from 0 to 1, got {describe_value(value)}"
-
-
-def _check_target(value: Any) -> str | None:
-    if _is_number(value) or isinstance(value, str):
-        return None
-    return f"must be a number or a string, got {describe_value(value)}"
-
-
-def _check_tolerance(value: Any) -> str | None:
-    if (_is_number(value) and value >= 0) or isinstance(value, str):
-        return None
-    return f"must be a number >= 0 or a string, got {describe_value(value)}"
-
-
-def _check_mapping(value: Any) -> str | None:
-    return None if isinstance(value, dict) else f"must be a mapping, got {describe_value(value)}"
-
-
-def _one_of(label: str, allowed: tuple[str, ...]) -> ValueCheck:
-    def check(value: Any) -> str | None:
-        if isinstance(value, str) and value in allowed:
-            return None
-        choices = ", ".join(allowed)
-        if isinstance(value, str):
-            return f"unknown {label} {describe_value(value)} (allowed: {choices})"
-        return f"must be a string (allowed: {choices}), got {describe_value(value)}"
-
-    return check
-
-
-def _nullable(check: ValueCheck) -> ValueCheck:
-    """Null means "not set" for keys whose default is None."""
-
-    def nullable_check(value: Any) -> str | None:
-        return None if value is None else check(value)
-
-    return nullable_check
-
-
-# ---------------------------------------------------------------------------
-# Field checks: take the value and its key path, return the errors found
-# ---------------------------------------------------------------------------
-
-
-def _join(path: str | None, key: Any) -> str:
-    return f"{path}.{key}" if path else str(key)
-
-
-def _scalar(check: ValueCheck) -> FieldCheck:
-    def run(value: Any, path: str) -> list[ValidationError]:
-        problem = check(value)
-        return [] if problem is None else [ValidationError(problem, path)]
-
-    return run
-
-
-def _unchecked(value: Any, path: str) -> list[ValidationError]:
-    """Keys whose values the paradigm compilers check themselves."""
-    return []
-
-
-def _check_fields(
-    data: dict[Any, Any],
-    path: str | None,
-    checks: dict[str, FieldCheck],
-    required: tuple[str, ...] = (),
-) -> list[ValidationError]:
-    """Run the check of every key; unknown keys and missing required keys are errors."""
-    errors: list[ValidationError] = []
-    for key, value in data.items():
-        check = checks.get(key) if isinstance(key, str) else None
-        if check is None:
-            allowed = ", ".join(checks)
-            message = f"unknown key {describe_value(key)} (allowed: {allowed})"
-            errors.append(ValidationError(message, _join(path, key)))
-        else:
-            errors.extend(check(value, _join(path, key)))
-    for key in required:
-        if key not in data:
-            errors.append(ValidationError(f"missing required key '{key}'", path))
-    return errors
-
-
-def _mapping_of(checks: dict[str, FieldCheck], required: tuple[str, ...] = ()) -> FieldCheck:
-    def run(value: Any, path: str) -> list[ValidationError]:
-        if not isinstance(value, dict):
-            return [ValidationError(f"must be a mapping, got {describe_value(value)}", path)]
-        return _check_fields(value, path, checks, required)
-
-    return run
-
-
-def _check_string_list(value: Any, path: str) -> list[ValidationError]:
-    if not isinstance(value, list):
-        return [ValidationError(f"must be a list of strings, got {describe_value(value)}", path)]
-    return [
-        ValidationError(not_a_string_message(item), _join(path, index))
-        for index, item in enumerate(value)
-        if not isinstance(item, str)
-    ]
-
-
-def _check_route(value: Any, path: str) -> list[ValidationError]:
-    if not isinstance(value, dict):
-        return [ValidationError(f"must be a mapping, got {describe_value(value)}", path)]
-    errors: list[ValidationError] = []
-    for verdict, target in value.items():
-        if not isinstance(verdict, str):
-            message = f"verdict names must be strings, got {describe_value(verdict)}"
-            errors.append(ValidationError(message, path))
-        elif verdict.startswith("_") and verdict not in SPECIAL_ROUTE_KEYS:
-            message = f"unknown key '{verdict}' (allowed special keys: _, _error)"
-            errors.append(ValidationError(message, _join(path, verdict)))
-        else:
-            errors.extend(_scalar(_check_string)(target, _join(path, verdict)))
-    return errors
-
-
-_optional_string = _scalar(_nullable(_check_string))
-
-_EVALUATE_CHECKS: dict[str, FieldCheck] = {
-    "type": _scalar(_one_of("evaluator type", EVALUATOR_TYPES)),
-    "operator": _scalar(_nullable(_one_of("operator", tuple(sorted(VALID_OPERATORS))))),
-    "target": _scalar(_nullable(_check_target)),
-    "tolerance": _scalar(_nullable(_check_tolerance)),
-    "pattern": _optional_string,
-    "negate": _scalar(_check_bool),
-    "path": _optional_string,
-    "prompt": _optional_string,
-    "schema": _scalar(_nullable(_check_mapping)),
-    "min_confidence": _scalar(_check_fraction),
-    "uncertain_suffix": _scalar(_check_bool),
-    "source": _optional_string,
-    "previous": _optional_string,
-    "direction": _scalar(_one_of("direction", DIRECTIONS)),
-}
-
-_STATE_CHECKS: dict[str, FieldCheck] = {
-    "action": _optional_string,
-    "evaluate": _mapping_of(_EVALUATE_CHECKS, required=("type",)),
-    "route": _check_route,
-    "on_success": _optional_string,
-    "on_failure": _optional_string,
-    "on_error": _optional_string,
-    "next": _optional_string,
-    "terminal": _scalar(_check_bool),
-    "capture": _optional_string,
-    "timeout": _scalar(_nullable(_check_positive_int)),
-    "on_maintain": _optional_string,
-    "action_type": _scalar(_nullable(_one_of("action_type", ACTION_TYPES))),
-    "max_visits": _scalar(_nullable(_check_positive_int)),
-    "on_max_visits": _optional_string,
-}
-
-_LLM_CHECKS: dict[str, FieldCheck] = {
-    "enabled": _scalar(_check_bool),
-    "model": _scalar(_check_non_empty_string),
-    "max_tokens": _scalar(_check_positive_int),
-    "timeout": _scalar(_check_positive_int),
-}
-
-
-def _check_states(value: Any, path: str) -> list[ValidationError]:
-    if not isinstance(value, dict):
-        message = f"must be a mapping of state names to states, got {describe_value(value)}"
-        return [ValidationError(message, path)]
-    if not value:
-        return [ValidationError("must define at least one state", path)]
-    check_state = _mapping_of(_STATE_CHECKS)
-    errors: list[ValidationError] = []
-    for name, state in value.items():
-        if isinstance(name, str):
-            errors.extend(check_state(state, _join(path, name)))
-        else:
-            message = f"state names must be strings, got {describe_value(name)}"
-            errors.append(ValidationError(message, path))
-    return errors
-
-
-_LOOP_CHECKS: dict[str, FieldCheck] = {
-    "name": _scalar(_check_non_empty_string),
-    "initial": _scalar(_check_string),
-    "states": _check_states,
-    "paradigm": _scalar(_nullable(_one_of("paradigm", PARADIGMS))),
-    "context": _scalar(_check_mapping),
-    "scope": _check_string_list,
-    "max_iterations": _scalar(_check_positive_int),
-    "backoff": _scalar(_nullable(_check_non_negative_number)),
-    "timeout": _scalar(_nullable(_check_positive_int)),
-    "maintain": _scalar(_check_bool),
-    "llm": _mapping_of(_LLM_CHECKS),
-    "on_handoff": _scalar(_one_of("on_handoff value", HANDOFF_BEHAVIORS)),
-    "max_continuations": _scalar(_check_positive_int),
-    "stall_threshold": _scalar(_check_non_negative_int),
-    "checkpoint": _scalar(_nullable(_one_of("checkpoint kind", CHECKPOINT_KINDS))),
-}
-
-
-def _check_constraint_keys(value: Any, path: str) -> list[ValidationError]:
-    if not isinstance(value, list):
-        return []
-    checks: dict[str, FieldCheck] = dict.fromkeys(CONSTRAINT_KEYS, _unchecked)
-    errors: list[ValidationError] = []
-    for index, constraint in enumerate(value):
-        if isinstance(constraint, dict):
-            errors.extend(_check_fields(constraint, _join(path, index), checks))
-    return errors
-
-
-def _check_until_keys(value: Any, path: str) -> list[ValidationError]:
-    if not isinstance(value, dict):
-        return []
-    checks: dict[str, FieldCheck] = dict.fromkeys(UNTIL_KEYS, _unchecked)
-    return _check_fields(value, path, checks)
-
-
-_SPEC_CHECKS: dict[str, FieldCheck] = {
-    **_LOOP_CHECKS,
-    "constraints": _check_constraint_keys,
-    "until": _check_until_keys,
-}
-
-
-def is_paradigm_spec(data: dict[str, Any]) -> bool:
-    """True for a file that must be compiled: a non-`fsm` paradigm and no FSM keys."""
-    paradigm = data.get("paradigm")
-    return paradigm not in (None, "fsm") and "initial" not in data and "states" not in data
-
-
-def _check_paradigm_spec(data: dict[str, Any]) -> list[ValidationError]:
-    paradigm = data["paradigm"]
-    if not isinstance(paradigm, str) or paradigm not in PARADIGM_SPEC_KEYS:
-        return _scalar(_one_of("paradigm", PARADIGMS))(paradigm, "paradigm")
-    # Value types of a paradigm's own keys are checked by its compiler.
-    checks = {key: _SPEC_CHECKS.get(key, _unchecked) for key in PARADIGM_SPEC_KEYS[paradigm]}
-    return _check_fields(data, None, checks)
-
-
-def check_loop_mapping(data: dict[str, Any]) -> list[ValidationError]:
-    """Shape errors of a raw loop mapping (or paradigm spec), in file order.
-
-    An empty result guarantees that `FSMLoop.from_dict(data)` succeeds (for a paradigm
-    spec: that the keys the compilers carry are well typed).
-    """
-    if not isinstance(data, dict):
-        return [ValidationError(f"a loop must be a mapping, got {describe_value(data)}")]
-    if is_paradigm_spec(data):
-        return _check_paradigm_spec(data)
-    return _check_fields(data, None, _LOOP_CHECKS, REQUIRED_LOOP_FIELDS)
 
 
 # ---------------------------------------------------------------------------
@@ -595,47 +221,6 @@ def validate_fsm(fsm: FSMLoop) -> list[ValidationError]:
 # ---------------------------------------------------------------------------
 # Loading files
 # ---------------------------------------------------------------------------
-
-
-def _read_loop_text(path: Path) -> str:
-    source = str(path)
-    if not path.exists():
-        raise LoopNotFoundError(f"FSM file not found: {path}")
-    if path.is_dir():
-        raise LoopFileError(source, "is a directory, not a loop file")
-    if not path.is_file():
-        # A FIFO or device would block or never end.
-        raise LoopFileError(source, "is not a regular file")
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_LOOP_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise LoopNotFoundError(f"FSM file not found: {path}") from None
-    except OSError as exc:
-        raise LoopFileError(source, f"cannot read file: {exc.strerror or exc}") from None
-    if len(data) > MAX_LOOP_FILE_BYTES:
-        raise LoopFileError(source, "is too large for a loop file (more than 5 MiB)")
-    return _decode_utf8(data, source)
-
-
-def _decode_utf8(data: bytes, source: str) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        byte = data[exc.start]
-        message = f"is not UTF-8 text (invalid byte 0x{byte:02x} on line {line})"
-        raise LoopFileError(source, message) from None
-
-
-def load_loop_mapping(path: Path | str) -> dict[str, Any]:
-    """Read and parse a loop file whose top level must be a mapping."""
-    path = Path(path)
-    data = parse_yaml(_read_loop_text(path), str(path))
-    if not isinstance(data, dict):
-        message = f"FSM file must contain a YAML mapping, got {type(data)}"
-        raise LoopFileError(str(path), message)
-    return data
 
 
 def _require_loop_fields(data: dict[str, Any], path: Path) -> None:
