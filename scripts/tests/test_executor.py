@@ -1221,3 +1221,26 @@ def test_a_callback_that_always_raises_still_returns_a_result() -> None:
         "error",
         "Event callback failed on 'loop_start': ValueError: nope",
     )
+
+
+def test_a_line_only_streaming_runner_feeds_both_the_signal_scan_and_the_display() -> None:
+    class LineOnlyRunner(ScriptedRunner):
+        supports_streaming = True  # but not supports_text_blocks: lines only
+
+        def run(  # type: ignore[override]
+            self, action: str, timeout: float, is_slash_command: bool, *, on_line: Any = None
+        ) -> ActionResult:
+            on_line("working")
+            on_line("CONTEXT_HANDOFF: pick up at step 3")
+            return super().run(action, timeout, is_slash_command)
+
+    lines: list[str] = []
+    runner = LineOnlyRunner(ActionResult("", "", 0, 1))  # the returned output is not scanned
+    result = FSMExecutor(
+        make_loop({"a": {"action": "x", "on_success": "done"}, "done": DONE}),
+        action_runner=runner,
+        signal_detector=SignalDetector(),
+        output_callback=lines.append,
+    ).run()
+    assert lines == ["working", "CONTEXT_HANDOFF: pick up at step 3"]
+    assert (result.terminated_by, result.continuation_prompt) == ("handoff", "pick up at step 3")
