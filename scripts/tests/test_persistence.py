@@ -189,6 +189,33 @@ def test_a_backoff_sleep_adds_no_write(loops_dir: Path) -> None:
     ]
 
 
+def test_a_run_opens_its_events_file_once_and_closes_it_at_the_end(
+    loops_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = StatePersistence("demo", loops_dir)
+    opened: list[int] = []
+    real_open, real_close = os.open, os.close
+
+    def open_and_note(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        fd = real_open(path, flags, *args, **kwargs)
+        if Path(path) == files.events_file:
+            opened.append(fd)
+        return fd
+
+    closed: list[int] = []
+
+    def close_and_note(fd: int) -> None:
+        closed.append(fd)
+        real_close(fd)
+
+    monkeypatch.setattr(os, "open", open_and_note)
+    monkeypatch.setattr(os, "close", close_and_note)
+    PersistentExecutor(make_loop(THREE_STATES, max_iterations=1), files).run()
+    assert len(opened) == 1
+    assert opened[0] in closed
+    assert event_names(loops_dir)[-1] == "loop_complete"
+
+
 def test_a_run_that_does_not_end_in_a_terminal_state_gets_a_final_save(loops_dir: Path) -> None:
     files = CountingPersistence("demo", loops_dir)
     PersistentExecutor(make_loop(THREE_STATES, max_iterations=1), files).run()

@@ -278,6 +278,19 @@ def test_missing_bash_is_exit_127_with_a_message(
     assert result == ActionResult("", message, 127, result.duration_ms, False, message)
 
 
+def test_bash_is_looked_up_again_when_path_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`bash` is found once per PATH value, so a changed PATH is still honoured."""
+    write_script(tmp_path / "bash", 'echo "fake bash: $*"')
+    runner = DefaultActionRunner()
+    assert runner.run("echo real", 10, False).output == "real\n"
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert runner.run("echo real", 10, False).output == "fake bash: -c echo real\n"
+    monkeypatch.undo()
+    assert runner.run("echo real", 10, False).output == "real\n"
+
+
 def test_action_with_a_nul_byte_is_reported() -> None:
     result = DefaultActionRunner().run("echo a\0b", 10, False)
     assert (result.exit_code, result.error) == (127, "Cannot run action: embedded null byte")

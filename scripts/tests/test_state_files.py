@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -222,6 +224,53 @@ def test_save_state_removes_temp_file_when_replace_fails(persistence: StatePersi
     assert sorted(os.listdir(persistence.running_dir)) == ["demo.state.json"]
 
 
+def test_save_state_writes_a_hidden_temp_file_then_renames_it(
+    persistence: StatePersistence, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    renamed: list[tuple[str, str]] = []
+    real_replace = os.replace
+
+    def replace(source: str, target: str) -> None:
+        renamed.append((os.path.basename(source), str(target)))
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+    persistence.save_state(make_state())
+    persistence.save_state(make_state())
+    assert [target for _, target in renamed] == [str(persistence.state_file)] * 2
+    names = [name for name, _ in renamed]
+    assert all(re.fullmatch(r"\.demo\.state\.json\.[0-9a-f]{8}\.tmp", name) for name in names)
+    assert names[0] != names[1]
+
+
+def test_save_state_removes_temp_file_when_fsync_fails(
+    persistence: StatePersistence, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fsync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError, match="Input/output error"):
+        persistence.save_state(make_state())
+    assert os.listdir(persistence.running_dir) == []
+
+
+def test_short_writes_are_finished(
+    persistence: StatePersistence, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that stores only part of the bytes (a disk filling up) is completed."""
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data[:7])))
+    state = make_state()
+    persistence.save_state(state)
+    persistence.append_event({"event": "a", "pad": "z" * 20})
+    with persistence.keep_events_open():
+        persistence.append_event({"event": "b"})
+    monkeypatch.undo()
+    assert persistence.state_file.read_text() == json.dumps(state.to_dict(), indent=2)
+    assert persistence.read_events() == [{"event": "a", "pad": "z" * 20}, {"event": "b"}]
+
+
 def test_save_state_needs_the_directory(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         StatePersistence("demo", tmp_path).save_state(make_state())
@@ -403,15 +452,60 @@ def test_append_event_converts_unserialisable_values_with_str(
     assert events[2] == {"event": "c", "cycle": json.loads("[" * 64 + '"[[...]]"' + "]" * 64)}
 
 
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_kept_events_file_is_opened_once_by_the_first_event(
+    persistence: StatePersistence,
+) -> None:
+    before = _open_descriptors()
+    with persistence.keep_events_open():
+        assert not persistence.events_file.exists()
+        persistence.append_event({"event": "a"})
+        persistence.append_event({"event": "b"})
+        assert _open_descriptors() == before + 1
+    assert _open_descriptors() == before
+    persistence.append_event({"event": "c"})  # opened and closed for this event alone
+    assert _open_descriptors() == before
+    assert persistence.events_file.read_bytes() == (
+        b'{"event": "a"}\n{"event": "b"}\n{"event": "c"}\n'
+    )
+
+
+def test_clearing_kept_events_starts_a_new_file(persistence: StatePersistence) -> None:
+    before = _open_descriptors()
+    with persistence.keep_events_open():
+        persistence.append_event({"event": "old"})
+        persistence.clear_events()
+        assert not persistence.events_file.exists()
+        assert _open_descriptors() == before
+        persistence.append_event({"event": "new"})
+    assert persistence.read_events() == [{"event": "new"}]
+
+
+def test_a_kept_events_file_that_cannot_be_opened_fails_that_event(tmp_path: Path) -> None:
+    persistence = StatePersistence("demo", tmp_path / "missing")
+    with persistence.keep_events_open():
+        with pytest.raises(FileNotFoundError):
+            persistence.append_event({"event": "a"})
+        persistence.initialize()
+        persistence.append_event({"event": "b"})
+    assert persistence.read_events() == [{"event": "b"}]
+
+
 def test_concurrent_appends_never_interleave(persistence: StatePersistence) -> None:
+    # Half of the writers keep their descriptor open, as a run does.
     writer = (
-        "import sys\n"
+        "import contextlib, sys\n"
         "from pathlib import Path\n"
         "from little_loops.fsm.state_files import StatePersistence\n"
         "files = StatePersistence('demo', Path(sys.argv[1]))\n"
-        "for i in range(100):\n"
-        "    event = {'event': 'x', 'writer': sys.argv[2], 'i': i, 'pad': 'z' * 20000}\n"
-        "    files.append_event(event)\n"
+        "kept = files.keep_events_open() if int(sys.argv[2]) % 2 else contextlib.nullcontext()\n"
+        "with kept:\n"
+        "    for i in range(100):\n"
+        "        event = {'event': 'x', 'writer': sys.argv[2], 'i': i, 'pad': 'z' * 20000}\n"
+        "        files.append_event(event)\n"
     )
     processes = [
         subprocess.Popen([sys.executable, "-c", writer, str(persistence.loops_dir), str(n)])

@@ -12,6 +12,7 @@ up to a size limit, and a log read in overlapping windows.
 from __future__ import annotations
 
 import codecs
+import functools
 import io
 import os
 import re
@@ -169,10 +170,10 @@ class PendingLog:
     """
 
     def __init__(self, path: Path, spares: SpareFiles | None = None) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         fd = spares.take(path.parent) if spares is not None else None
-        if fd is None:
+        if fd is None:  # (a spare made in the folder shows that the folder is there)
+            path.parent.mkdir(parents=True, exist_ok=True)
             fd = _open_unnamed(path.parent)
         self.named = fd is None
         self.unavailable = False  # linking failed: the output is not logged after all
@@ -246,9 +247,15 @@ _NEW_LOG_FLAGS = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
 
 def _open_unnamed(folder: Path) -> int | None:
     flag = getattr(os, "O_TMPFILE", None)
-    if flag is None or not os.path.isdir("/proc/self/fd"):
+    if flag is None or not _can_name_unnamed_files():
         return None
     try:
         return os.open(folder, flag | os.O_RDWR | os.O_CLOEXEC, 0o666)
     except OSError:  # a file system without unnamed files
         return None
+
+
+@functools.cache
+def _can_name_unnamed_files() -> bool:
+    """Whether `/proc/self/fd` is there to link an unnamed file by (checked once)."""
+    return os.path.isdir("/proc/self/fd")

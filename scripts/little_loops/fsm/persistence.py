@@ -319,6 +319,11 @@ class PersistentExecutor:
         return [handoff_log] if handoff_log is not None else []
 
     def _run_and_save(self) -> ExecutionResult:
+        # Closed before `run` lets a spawned session go: that one appends on its own.
+        with self.persistence.keep_events_open():
+            return self._run_and_save_events()
+
+    def _run_and_save_events(self) -> ExecutionResult:
         try:
             result = self._executor.run()
         except BaseException as exc:

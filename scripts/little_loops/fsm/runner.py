@@ -19,8 +19,10 @@ seen at once when the action dies of it, and within `POLL_SECONDS` otherwise.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import time
@@ -109,7 +111,9 @@ class _RunningAction:
         self.cancelled = False
         self.exited_at: float | None = None
         self._behind = False  # the last follow stopped with lines still unread
-        self._selector = selectors.DefaultSelector()
+        # poll(), not epoll: two descriptors, and no epoll instance to make, fill and
+        # close per action (six system calls).
+        self._selector = selectors.PollSelector()
         self._selector.register(self.stderr.fd, selectors.EVENT_READ)
         self._pidfd = _open_pidfd(process.pid)
         if self._pidfd is not None:
@@ -287,6 +291,12 @@ class DefaultActionRunner:
             return [self._claude_bin(), "--dangerously-skip-permissions", "-p", action]
         return ["bash", "-c", action]
 
+    @staticmethod
+    def _executable(argv: list[str]) -> str | None:
+        """Where `bash` is, looked up once per PATH: the child would otherwise try each
+        PATH entry with an `execve` of its own, while we wait for it to start."""
+        return _find_program(argv[0], os.environ.get("PATH")) if argv[0] == "bash" else None
+
     def _claude_bin(self) -> str:
         return self.claude_bin or os.environ.get(CLAUDE_BIN_ENV) or "claude"
 
@@ -295,7 +305,8 @@ class DefaultActionRunner:
         try:
             process = subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
+                executable=self._executable(argv),
+                stdin=_devnull(),
                 stdout=stdout.fd,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
@@ -352,6 +363,23 @@ class DefaultActionRunner:
             output_truncated=dropped > 0,
             log_path=log_path,
         )
+
+
+@functools.lru_cache(maxsize=4)
+def _find_program(name: str, search_path: str | None) -> str | None:
+    """`name` found on `search_path` (None: not found; Popen then reports it)."""
+    return shutil.which(name, path=search_path)
+
+
+_devnull_fd: int | None = None
+
+
+def _devnull() -> int:
+    """A descriptor on /dev/null for the actions' stdin, opened once per process."""
+    global _devnull_fd
+    if _devnull_fd is None:
+        _devnull_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    return _devnull_fd
 
 
 def _kill_and_reap(process: subprocess.Popen[bytes]) -> None:

@@ -9,11 +9,12 @@ which is the public import path.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
-import secrets
-from collections.abc import Callable, Mapping
+import random
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -253,28 +254,49 @@ class LoopState:
 # --- low-level file operations -----------------------------------------------------------
 
 
-def _create_temp_beside(path: Path) -> tuple[int, Path]:
-    """Create `.<file name>.<random>.tmp` next to `path`; the umask applies as for open()."""
+def _create_temp_beside(path: Path) -> tuple[int, str]:
+    """Create `.<file name>.<8 hex digits>.tmp` next to `path` (the umask applies as for
+    open()). The digits only have to differ from a leftover's: `O_EXCL` refuses a clash,
+    so they come from the process's PRNG, not from a system call per snapshot."""
+    prefix = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.")
     while True:
-        temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        temp = f"{prefix}{_temp_names.getrandbits(32):08x}.tmp"
         try:
-            return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), temp
+            return os.open(temp, _TEMP_FLAGS, 0o666), temp
         except FileExistsError:  # pragma: no cover - 32 random bits collided
             continue
 
 
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+_temp_names = random.Random()  # seeded from the OS once; reseeded in a forked child
+os.register_at_fork(after_in_child=_temp_names.seed)
+
+
 def write_file_atomically(path: Path, text: str) -> None:
-    """Replace `path` with `text` so a reader sees the old or the new file, never a mix."""
+    """Replace `path` with `text` so a reader sees the old or the new file, never a mix.
+
+    The text goes to a new file beside it, is flushed to disk (`fsync`), then renamed
+    over `path`: after a crash, even a power cut, the file is the old one or the new one.
+    """
+    data = text.encode("utf-8")
     fd, temp = _create_temp_beside(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(temp, path)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
         raise
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    written = os.write(fd, data)
+    while written < len(data):  # only on a full disk or similar; write the rest
+        written += os.write(fd, data[written:])
 
 
 def _jsonable(value: Any, depth: int = 0) -> Any:
@@ -301,13 +323,14 @@ def event_line(event: Mapping[str, Any]) -> bytes:
 
 def append_whole_line(path: Path, line: bytes) -> None:
     """Append `line` with one write on an O_APPEND descriptor so lines never interleave."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    fd = os.open(path, _APPEND_FLAGS, 0o666)
     try:
-        written = os.write(fd, line)
-        while written < len(line):  # only on a full disk or similar; finish the line
-            written += os.write(fd, line[written:])
+        _write_all(fd, line)
     finally:
         os.close(fd)
+
+
+_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
 
 
 def end_events_with_a_whole_line(path: Path) -> None:
@@ -401,6 +424,8 @@ class StatePersistence:
         self.events_file = self.running_dir / f"{loop_name}{_EVENTS_SUFFIX}"
         # Addition: the folder of the run's per-action output logs.
         self.logs_dir = self.running_dir / f"{loop_name}{_LOGS_SUFFIX}"
+        self._keep_events = False  # see `keep_events_open`
+        self._events_fd: int | None = None
 
     def initialize(self) -> None:
         """Create the running directory (and parents) if needed."""
@@ -470,7 +495,34 @@ class StatePersistence:
 
     def append_event(self, event: dict[str, Any]) -> None:
         """Append one event as one JSON line (values json cannot write become str)."""
-        append_whole_line(self.events_file, event_line(event))
+        line = event_line(event)
+        if not self._keep_events:
+            append_whole_line(self.events_file, line)
+            return
+        if self._events_fd is None:
+            self._events_fd = os.open(self.events_file, _APPEND_FLAGS, 0o666)
+        _write_all(self._events_fd, line)
+
+    @contextlib.contextmanager
+    def keep_events_open(self) -> Iterator[None]:
+        """Append events through one descriptor while inside, instead of opening the file
+        for each event (the open and the close are most of an append's cost).
+
+        Each event is still one `write()` on an `O_APPEND` descriptor, so lines stay
+        whole and never interleave with another writer's (`ll-loop stop`). The file is
+        opened by the first event, so a failure to open it is that event's failure.
+        """
+        self._keep_events = True
+        try:
+            yield
+        finally:
+            self._keep_events = False
+            self._close_events()
+
+    def _close_events(self) -> None:
+        fd, self._events_fd = self._events_fd, None
+        if fd is not None:
+            os.close(fd)
 
     def read_events(self) -> list[dict[str, Any]]:
         """Every readable event in file order; blank and damaged lines are skipped."""
@@ -487,6 +539,7 @@ class StatePersistence:
 
     def clear_events(self) -> None:
         """Delete the events file if present."""
+        self._close_events()  # the next event makes a new file
         self.events_file.unlink(missing_ok=True)
 
     def clear_all(self) -> None:
