@@ -2,11 +2,10 @@
 
 This module owns what a run leaves on disk and how a later process picks it up. It wraps
 an `FSMExecutor`, writes every event to `<name>.events.jsonl` and a `LoopState` snapshot
-to `<name>.state.json` (one at the start and one per transition; the route into a
-terminal state is the final save, other endings add one), points the executor at
-`<name>.logs/` for the action logs, moves the previous run's files to the history when
-a new run starts (`run_history`), and restores a saved run. The file formats live in
-`state_files`; nothing here prints.
+to `<name>.state.json` (one at the start, one per transition and one at the end),
+points the executor at `<name>.logs/` for the action logs, moves the previous run's files
+to the history when a new run starts (`run_history`), and restores a saved run. The file
+formats live in `state_files`; nothing here prints.
 """
 
 from __future__ import annotations
@@ -197,7 +196,6 @@ class PersistentExecutor:
         self._continuation_prompt: str | None = None
         self._resumed_at: str | None = None
         self._phase: str | None = None
-        self._completion_saved = False
         self._host = socket.gethostname()
         # Visits are saved only for loops that limit them: other state files stay as short.
         self._counts_visits = any(state.max_visits for state in fsm.states.values())
@@ -256,23 +254,15 @@ class PersistentExecutor:
         (the state and its inputs are already saved) and cost a write per state.
         """
         self._phase = PHASE_ROUTED
-        state = self._build_state(current_state, self._running_status(current_state))
-        if state.status == "completed":
-            # Routed into the end: this write is also the final one (see `_save_final`).
-            state.terminated_by = "terminal"
-            self._completion_saved = True
-        self.persistence.save_state(state)
+        # Still `running` when the next state is terminal: `completed` is written only
+        # after the `loop_complete` event, so a completed state file always has one.
+        self.persistence.save_state(self._build_state(current_state, "running"))
 
     def _save_handoff_before_spawn(self) -> None:
         state = self._build_state(self._executor.current_state, "awaiting_continuation")
         state.continuation_prompt = self._continuation_prompt
         state.terminated_by = "handoff"
         self.persistence.save_state(state)
-
-    def _running_status(self, current_state: str) -> str:
-        config = self.fsm.states.get(current_state)
-        reached_end = config is not None and config.terminal and not self.fsm.maintain
-        return "completed" if reached_end else "running"
 
     def _build_state(self, current_state: str, status: str) -> LoopState:
         executor = self._executor
@@ -370,8 +360,6 @@ class PersistentExecutor:
         return _FINAL_STATUS.get(terminated_by, "failed")
 
     def _save_final(self, result: ExecutionResult) -> None:
-        if result.terminated_by == "terminal" and self._completion_saved:
-            return  # the route into the terminal state already wrote this end
         state = self._build_state(result.final_state, self._final_status(result.terminated_by))
         state.iteration = result.iterations
         state.continuation_prompt = self._continuation_prompt
