@@ -1,4 +1,5 @@
-"""`benchmarks/run.py --quick` runs end to end and prints every figure (no timing checks)."""
+"""`benchmarks/run.py --quick` and `benchmarks/guards.py --quick` run end to end and print
+every figure (no timing checks)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 NUMBER = r"\d+(\.\d+)?"
+SIGNED = r"[+-]?\d+(\.\d+)?"
 TARGET = r"target [<=]+ [\d.]+ ?(x|s|MiB): (ok|MISSED)"
 
 # One pattern per printed figure line, in order.
@@ -46,10 +50,31 @@ EXPECTED_LINES = [
 ]
 
 
-def test_quick_benchmark_prints_every_figure(tmp_path: Path) -> None:
+GUARD_EXPECTED_LINES = [
+    rf"ll-loop guard benchmarks \(quick\): Linux .*, {SIGNED} CPUs, Python 3\.\d+\.\d+, .*",
+    r"\(a\) guard work after one state \(median of 3 x 200 calls\)",
+    rf"one `bash -c true` from Python \(the cheapest action\) +{SIGNED} ms",
+    rf"healthy step \(success: nothing hashed\) +{SIGNED} us  {SIGNED}% of that action",
+    rf"failing step, 1 KiB output +{SIGNED} us  {SIGNED}% of that action",
+    rf"failing step, 64 KiB output +{SIGNED} us  {SIGNED}% of that action",
+    rf"failing step, 1 MiB output +{SIGNED} us  {SIGNED}% of that action",
+    r"\(b\) a loop of 40 failing actions, output changing each time \(median of 3\)",
+    rf"stall_threshold: 0 \(guard off\) +{SIGNED} s",
+    rf"stall_threshold: 3 \(hashing every step, never triggered\) +{SIGNED} s",
+    rf"difference per action +{SIGNED} ms  spread of the runs {SIGNED} s",
+]
+
+
+@pytest.mark.parametrize(
+    ("script", "expected_lines"),
+    [("run.py", EXPECTED_LINES), ("guards.py", GUARD_EXPECTED_LINES)],
+)
+def test_quick_benchmark_prints_every_figure(
+    tmp_path: Path, script: str, expected_lines: list[str]
+) -> None:
     env = {**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
     finished = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--quick"],
+        [sys.executable, str(BENCHMARKS / script), "--quick"],
         capture_output=True,
         text=True,
         env=env,
@@ -59,7 +84,7 @@ def test_quick_benchmark_prints_every_figure(tmp_path: Path) -> None:
     )
     assert finished.returncode == 0, finished.stdout + finished.stderr
     lines = [line.strip() for line in finished.stdout.splitlines()]
-    assert len(lines) == len(EXPECTED_LINES), finished.stdout
-    for line, pattern in zip(lines, EXPECTED_LINES, strict=True):
+    assert len(lines) == len(expected_lines), finished.stdout
+    for line, pattern in zip(lines, expected_lines, strict=True):
         assert re.fullmatch(pattern, line), f"{line!r} does not match {pattern!r}"
     assert list(tmp_path.iterdir()) == []  # the benchmark cleaned up after itself
