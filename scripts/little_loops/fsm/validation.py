@@ -32,9 +32,12 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from little_loops.fsm.argument_limits import action_length_errors
 from little_loops.fsm.errors import LoopFileError, LoopValidationError
 from little_loops.fsm.findings import ValidationError, ValidationSeverity
+from little_loops.fsm.interpolation_checks import interpolation_errors
 from little_loops.fsm.loop_file import MAX_LOOP_FILE_BYTES, load_loop_mapping
+from little_loops.fsm.loop_name import loop_name_errors
 from little_loops.fsm.loop_shape import check_loop_mapping, is_paradigm_spec
 from little_loops.fsm.loop_vocabulary import (
     ACTION_TYPES,
@@ -52,6 +55,7 @@ from little_loops.fsm.loop_vocabulary import (
     UNTIL_KEYS,
     VALID_OPERATORS,
 )
+from little_loops.fsm.numeric_settings import numeric_setting_errors
 from little_loops.fsm.schema import CURRENT_STATE_TOKEN, EvaluateConfig, FSMLoop, StateConfig
 from little_loops.fsm.value_checks import (
     FieldCheck,
@@ -235,8 +239,18 @@ def _raise_if_errors(path: Path, errors: list[ValidationError]) -> None:
         raise LoopValidationError(str(path), errors)
 
 
+def _file_level_errors(fsm: FSMLoop) -> list[ValidationError]:
+    """Mistakes the reference found only at run time (or never): our additions."""
+    return [
+        *loop_name_errors(fsm.name),
+        *interpolation_errors(fsm),
+        *numeric_setting_errors(fsm),
+        *action_length_errors(fsm),
+    ]
+
+
 def _validated(fsm: FSMLoop, path: Path) -> FSMLoop:
-    findings = validate_fsm(fsm)
+    findings = validate_fsm(fsm) + _file_level_errors(fsm)
     errors = [item for item in findings if item.severity is ValidationSeverity.ERROR]
     _raise_if_errors(path, errors)
     for warning in findings:  # only warnings are left: errors have raised
