@@ -91,7 +91,8 @@ def _load(text: str, source: str) -> tuple[Any, list[ValidationError]]:
                 f"YAML aliases expand to {added:,} more values than the file spells out "
                 f"(at most {MAX_ALIAS_EXPANSION:,})",
             )
-        return loader.construct_document(node), duplicate_key_errors(node)
+        duplicates = duplicate_key_errors(node)  # before construction merges `<<` keys in
+        return loader.construct_document(node), duplicates
     finally:
         loader.dispose()
 
