@@ -292,5 +292,5 @@ def test_an_unquoted_colon_in_a_value_says_to_quote_it(
 ) -> None:
     assert _problems(capsys, tmp_path, _loop("echo a: b")) == [
         ".loops/bad.yaml: YAML syntax error at line 5, column 19: mapping values are not "
-        "allowed here (a value that contains ': ' must be quoted, e.g. action: \"echo a: b\")"
+        "allowed here (quote a value that contains ': ', e.g. action: \"echo a: b\")"
     ]

@@ -9,6 +9,8 @@ layers, each in its own module:
    a fixed set (`loop_vocabulary`) in the raw mapping, each with a dotted key path.
    Passing it guarantees that `FSMLoop.from_dict` cannot fail.
 3. Graph (`validate_fsm`, here): the eleven checks of the reference on a built `FSMLoop`.
+   Then our additions (`_file_level_errors`, each in its own module): the loop name,
+   `${...}` variables, numeric evaluator settings, the action length.
 
 `load_and_validate` runs the three layers like the reference does (no paradigm
 compilation); `load_loop` also compiles paradigm files on the fly. Shape errors are

@@ -71,7 +71,7 @@ def _syntax_error(source: str, exc: yaml.YAMLError) -> LoopSyntaxError:
     """The one-line error; the classic unquoted `: ` inside a value gets what to do."""
     error = LoopSyntaxError.from_yaml_error(source, exc)
     if getattr(exc, "problem", None) == _UNQUOTED_COLON_PROBLEM:
-        hint = " (a value that contains ': ' must be quoted, e.g. action: \"echo a: b\")"
+        hint = " (quote a value that contains ': ', e.g. action: \"echo a: b\")"
         error = LoopSyntaxError(source, error.message + hint)
     return error
 
