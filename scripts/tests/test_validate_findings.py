@@ -241,8 +241,12 @@ def test_unknown_direction(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 # Action length
 # ---------------------------------------------------------------------------
 
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="Linux's per-argument limit"
+)
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's per-argument limit")
+
+@linux_only
 def test_an_action_longer_than_one_argument_may_be(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -255,7 +259,7 @@ def test_an_action_longer_than_one_argument_may_be(
     ]
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's per-argument limit")
+@linux_only
 def test_the_longest_allowed_action_really_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
