@@ -77,7 +77,8 @@ def _every_event_line_parses(name: str) -> list[dict[str, Any]]:
         ),
         (
             "- just\n- a list\n",
-            ".loops/bad.yaml: FSM file must contain a YAML mapping, got <class 'list'>",
+            ".loops/bad.yaml: top level is a list; a loop file is a mapping "
+            "(name:, initial:, states:)",
         ),
         (
             "name: bad\ninitial: s\nstates: &s\n  s:\n    terminal: true\n  t: *s\n",

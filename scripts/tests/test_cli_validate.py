@@ -75,7 +75,7 @@ def test_invalid_loop_lists_every_error(tmp_path: Path, capsys: pytest.CaptureFi
             "name: [x\n",
             "YAML syntax error at line 2, column 1: expected ',' or ']', but got '<stream end>'",
         ),
-        ("- a\n", "FSM file must contain a YAML mapping, got <class 'list'>"),
+        ("- a\n", "top level is a list; a loop file is a mapping (name:, initial:, states:)"),
         ("name: m\n", "FSM file missing required fields: initial, states"),
     ],
 )

@@ -4,6 +4,9 @@
 `.fsm.yaml` preferred, `.yml` tried, a name with its suffix accepted, a directory
 refused). `status`, `stop` and `history` need the loop's `name:` (state files are keyed by
 it), and accept a name, a file stem or a path.
+
+When the file found is a compiled `x.fsm.yaml` whose source `x.yaml` was changed after it,
+the compiled file still runs (the reference's order), and a note on stderr says so.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from little_loops.cli.output import write_error_line
 from little_loops.fsm.compilers import compile_paradigm
 from little_loops.fsm.errors import LoopError, LoopFileError, LoopNotFoundError
 from little_loops.fsm.schema import FSMLoop
@@ -44,7 +48,32 @@ def resolve_loop_path(arg: str) -> Path:
 def load_resolved(arg: str) -> tuple[Path, FSMLoop]:
     """Resolve `arg` and load the loop (paradigm files are compiled on the fly)."""
     path = resolve_loop_path(arg)
+    note = stale_compiled_note(path)
+    if note is not None:
+        write_error_line(note)
     return path, load_loop(path)
+
+
+def stale_compiled_note(path: Path) -> str | None:
+    """For `x.fsm.yaml` older than its source `x.yaml`: which one is used, and the fix."""
+    name = path.name
+    for suffix in (".yaml", ".yml"):
+        compiled_suffix = ".fsm" + suffix
+        if name.endswith(compiled_suffix) and len(name) > len(compiled_suffix):
+            source = path.with_name(name[: -len(compiled_suffix)] + suffix)
+            if _is_newer(source, path):
+                return (
+                    f"note: using {path}; {source} is newer "
+                    f"(recompile with: ll-loop compile {source})"
+                )
+    return None
+
+
+def _is_newer(source: Path, compiled: Path) -> bool:
+    try:
+        return source.is_file() and source.stat().st_mtime_ns > compiled.stat().st_mtime_ns
+    except OSError:
+        return False
 
 
 def shadowing_loop_file(word: str) -> Path | None:

@@ -9,6 +9,8 @@ layers, each in its own module:
    a fixed set (`loop_vocabulary`) in the raw mapping, each with a dotted key path.
    Passing it guarantees that `FSMLoop.from_dict` cannot fail.
 3. Graph (`validate_fsm`, here): the eleven checks of the reference on a built `FSMLoop`.
+   Then our additions (`_file_level_errors`, each in its own module): the loop name,
+   `${...}` variables, numeric evaluator settings, the action length.
 
 `load_and_validate` runs the three layers like the reference does (no paradigm
 compilation); `load_loop` also compiles paradigm files on the fly. Shape errors are
@@ -32,9 +34,12 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from little_loops.fsm.argument_limits import action_length_errors
 from little_loops.fsm.errors import LoopFileError, LoopValidationError
 from little_loops.fsm.findings import ValidationError, ValidationSeverity
+from little_loops.fsm.interpolation_checks import interpolation_errors
 from little_loops.fsm.loop_file import MAX_LOOP_FILE_BYTES, load_loop_mapping
+from little_loops.fsm.loop_name import loop_name_errors
 from little_loops.fsm.loop_shape import check_loop_mapping, is_paradigm_spec
 from little_loops.fsm.loop_vocabulary import (
     ACTION_TYPES,
@@ -52,6 +57,7 @@ from little_loops.fsm.loop_vocabulary import (
     UNTIL_KEYS,
     VALID_OPERATORS,
 )
+from little_loops.fsm.numeric_settings import numeric_setting_errors
 from little_loops.fsm.schema import CURRENT_STATE_TOKEN, EvaluateConfig, FSMLoop, StateConfig
 from little_loops.fsm.value_checks import (
     FieldCheck,
@@ -235,8 +241,18 @@ def _raise_if_errors(path: Path, errors: list[ValidationError]) -> None:
         raise LoopValidationError(str(path), errors)
 
 
+def _file_level_errors(fsm: FSMLoop) -> list[ValidationError]:
+    """Mistakes the reference found only at run time (or never): our additions."""
+    return [
+        *loop_name_errors(fsm.name),
+        *interpolation_errors(fsm),
+        *numeric_setting_errors(fsm),
+        *action_length_errors(fsm),
+    ]
+
+
 def _validated(fsm: FSMLoop, path: Path) -> FSMLoop:
-    findings = validate_fsm(fsm)
+    findings = validate_fsm(fsm) + _file_level_errors(fsm)
     errors = [item for item in findings if item.severity is ValidationSeverity.ERROR]
     _raise_if_errors(path, errors)
     for warning in findings:  # only warnings are left: errors have raised

@@ -5,7 +5,8 @@ booleans. In a loop file those words are state and verdict names, so turning the
 ``True``/``False`` silently breaks routing. This loader keeps only ``true``/``false``
 (any case) as booleans, as YAML 1.2 does, and reports syntax errors as one line with the
 line and column. It also refuses an "alias bomb": a few lines whose anchors and aliases
-stand for millions of values, which would hang every later step.
+stand for millions of values, which would hang every later step. `parse_loop_yaml` also
+returns the keys written twice in one mapping (`duplicate_keys`), which a dict hides.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from typing import Any
 
 import yaml
 
+from little_loops.fsm.duplicate_keys import duplicate_key_errors
 from little_loops.fsm.errors import LoopSyntaxError
+from little_loops.fsm.findings import ValidationError
 
 _BOOL_PATTERN = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 _BOOL_FIRST_CHARS = list("tTfF")
+_UNQUOTED_COLON_PROBLEM = "mapping values are not allowed here"
 MAX_ALIAS_EXPANSION = 100_000
 """Values that aliases may add beyond those written out (reusing a block a few times is
 far below this; a file that multiplies itself past it is refused)."""
@@ -43,25 +47,42 @@ _drop_yaml11_bool_resolver()
 
 def parse_yaml(text: str, source: str | Path = "<string>") -> Any:
     """Parse YAML text; a syntax error becomes a one-line `LoopSyntaxError`."""
+    data, _duplicates = parse_loop_yaml(text, source)
+    return data
+
+
+def parse_loop_yaml(
+    text: str, source: str | Path = "<string>"
+) -> tuple[Any, list[ValidationError]]:
+    """Like `parse_yaml`, and also the keys written twice in one mapping (as errors)."""
     try:
         return _load(text, str(source))
     except LoopSyntaxError:
         raise
     except yaml.YAMLError as exc:
-        raise LoopSyntaxError.from_yaml_error(str(source), exc) from None
+        raise _syntax_error(str(source), exc) from None
     except RecursionError:
         raise LoopSyntaxError(str(source), "YAML is nested too deeply") from None
     except ValueError as exc:  # e.g. an integer longer than Python's digit limit
         raise LoopSyntaxError(str(source), f"YAML value cannot be read: {exc}") from None
 
 
-def _load(text: str, source: str) -> Any:
+def _syntax_error(source: str, exc: yaml.YAMLError) -> LoopSyntaxError:
+    """The one-line error; the classic unquoted `: ` inside a value gets what to do."""
+    error = LoopSyntaxError.from_yaml_error(source, exc)
+    if getattr(exc, "problem", None) == _UNQUOTED_COLON_PROBLEM:
+        hint = " (quote a value that contains ': ', e.g. action: \"echo a: b\")"
+        error = LoopSyntaxError(source, error.message + hint)
+    return error
+
+
+def _load(text: str, source: str) -> tuple[Any, list[ValidationError]]:
     """`yaml.load` with the alias check between composing and constructing."""
     loader = LoopYamlLoader(text)  # derives from SafeLoader
     try:
         node = loader.get_single_node()
         if node is None:
-            return None
+            return None, []
         counted: dict[int, int] = {}
         added = _expanded_size(node, counted) - len(counted)
         if added > MAX_ALIAS_EXPANSION:
@@ -70,7 +91,8 @@ def _load(text: str, source: str) -> Any:
                 f"YAML aliases expand to {added:,} more values than the file spells out "
                 f"(at most {MAX_ALIAS_EXPANSION:,})",
             )
-        return loader.construct_document(node)
+        duplicates = duplicate_key_errors(node)  # before construction merges `<<` keys in
+        return loader.construct_document(node), duplicates
     finally:
         loader.dispose()
 
