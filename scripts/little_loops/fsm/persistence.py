@@ -23,9 +23,10 @@ from little_loops.fsm.errors import LoopError, RunFilesError, StateFileError
 from little_loops.fsm.executor import EventCallback, ExecutionResult, FSMExecutor
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.locking import lock_file_exists, read_holder
-from little_loops.fsm.output_files import stderr_log_path
+from little_loops.fsm.log_retention import LogRetention
+from little_loops.fsm.output_files import action_log_name, stderr_log_path
 from little_loops.fsm.run_history import archive_previous_run
-from little_loops.fsm.schema import FSMLoop
+from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
 from little_loops.fsm.state_files import (
     PHASE_ENTERED,
@@ -179,7 +180,9 @@ class PersistentExecutor:
         )
         self.event_callback = event_callback
         self.before_spawn = before_spawn
-        executor_kwargs.setdefault("log_dir", self.persistence.logs_dir)
+        logs_keep = DEFAULT_LOGS_KEEP if fsm.logs_keep is None else fsm.logs_keep
+        # `logs_keep: 0`: no action logs at all (nothing to delete, nothing to point at).
+        executor_kwargs.setdefault("log_dir", self.persistence.logs_dir if logs_keep else None)
         if fsm.checkpoint == "git":
             loops_dir = self.persistence.loops_dir
             executor_kwargs.setdefault(
@@ -192,6 +195,8 @@ class PersistentExecutor:
             handoff_handler=self.handoff_handler,
             **executor_kwargs,
         )
+        log_dir = self._executor.log_dir
+        self._log_retention = LogRetention(log_dir, logs_keep) if log_dir and logs_keep else None
         self._last_result: dict[str, Any] | None = None
         self._continuation_prompt: str | None = None
         self._resumed_at: str | None = None
@@ -235,6 +240,8 @@ class PersistentExecutor:
             self._phase = PHASE_ENTERED
         elif kind == "route":
             self._save_snapshot(str(event["to"]))
+        elif kind == "action_complete":
+            self._prune_logs(event)
         elif kind == "evaluate":
             self._last_result = _evaluation_record(event)
         elif kind == "handoff_detected":
@@ -243,6 +250,26 @@ class PersistentExecutor:
                 # The handler creates the new session right after this event: whatever
                 # happens next, the state file already says where to continue.
                 self._save_handoff_before_spawn()
+
+    def _prune_logs(self, completed: dict[str, Any]) -> None:
+        """After an action: keep the logs of the last `logs_keep` actions (see
+        `log_retention`), never one the run still uses. Before the state's evaluation and
+        the next snapshot, so neither can name a deleted log: the newest action's log and
+        those of captures and `${prev}` are spared."""
+        retention, executor = self._log_retention, self._executor
+        if retention is None or executor.log_dir is None:
+            return
+        log_path = executor.log_dir / action_log_name(executor.iteration, executor.current_state)
+        if "log_path" not in completed and not stderr_log_path(log_path).exists():
+            return  # a silent action left no log
+        retention.add(log_path, self._logs_in_use())
+
+    def _logs_in_use(self) -> list[str]:
+        executor = self._executor
+        results: list[Any] = [*executor.captured.values(), executor.prev_result]
+        # A state file written by the reference may hold captures that are not mappings.
+        paths = [result.get("log_path") for result in results if isinstance(result, dict)]
+        return [path for path in paths if isinstance(path, str)]
 
     def _save_snapshot(self, current_state: str) -> None:
         """One state write per transition, taken when the next state is chosen.
