@@ -285,3 +285,80 @@ def test_ll_loop_stop_during_an_action_it_kills_reruns_it_on_resume(tmp_path: Pa
     events = (tmp_path / ".loops/.running/killed.events.jsonl").read_text().splitlines()
     entered = [json.loads(line) for line in events if '"state_enter"' in line]
     assert [event["iteration"] for event in entered] == [1, 1]
+
+
+# --- on_handoff: continue -------------------------------------------------------------
+
+CONTINUED = {
+    "work": {"action": "/work", "on_success": "done", "on_failure": "work"},
+    "done": DONE,
+}
+
+
+class Scripted:
+    """A runner without `cancel`: each call runs `steps[i](executor)` and returns its
+    result; the actions it was given are kept."""
+
+    def __init__(self, *steps: Any) -> None:
+        self.steps = list(steps)
+        self.actions: list[str] = []
+        self.owner: PersistentExecutor | None = None
+
+    def run(self, action: str, timeout: float, is_slash_command: bool) -> ActionResult:
+        self.actions.append(action)
+        result: ActionResult = self.steps.pop(0)(self.owner)
+        return result
+
+
+def _stopping(output: str, *, cancelled: bool = False) -> Any:
+    def step(owner: PersistentExecutor) -> ActionResult:
+        owner.request_shutdown()
+        return ActionResult(output, "", 130 if cancelled else 0, 1, cancelled=cancelled)
+
+    return step
+
+
+def _printing(output: str) -> Any:
+    return lambda owner: ActionResult(output, "", 0, 1)
+
+
+def _run(loops_dir: Path, runner: Scripted, *, resume: bool = False) -> Any:
+    loop = make_loop(CONTINUED, on_handoff="continue", llm={"enabled": False})
+    executor = PersistentExecutor(loop, loops_dir=loops_dir, action_runner=runner)
+    runner.owner = executor
+    return executor.resume_checked() if resume else executor.run()
+
+
+def test_a_continued_handoff_stopped_before_its_rerun_resumes_with_the_prompt(
+    tmp_path: Path,
+) -> None:
+    loops_dir = tmp_path / ".loops"
+    first = _run(loops_dir, Scripted(_stopping("CONTEXT_HANDOFF: do part 2\n")))
+    assert (first.terminated_by, first.final_state, first.iterations) == ("signal", "work", 1)
+    saved = _saved(loops_dir)
+    assert (saved["status"], saved["phase"], saved["continuation_prompt"]) == (
+        "interrupted",
+        "routed",
+        "do part 2",
+    )
+    runner = Scripted(_printing("finished\n"))
+    resumed = _run(loops_dir, runner, resume=True)
+    assert (resumed.terminated_by, resumed.iterations) == ("terminal", 2)
+    assert runner.actions == ["/work\n\ndo part 2"]
+    assert "continuation_prompt" not in _saved(loops_dir)  # the route left the state
+
+
+def test_a_continued_handoff_whose_rerun_was_cut_off_gets_the_prompt_again(
+    tmp_path: Path,
+) -> None:
+    loops_dir = tmp_path / ".loops"
+    runner = Scripted(_printing("CONTEXT_HANDOFF: do part 2\n"), _stopping("", cancelled=True))
+    first = _run(loops_dir, runner)
+    assert (first.terminated_by, first.iterations) == ("signal", 2)
+    assert runner.actions == ["/work", "/work\n\ndo part 2"]
+    saved = _saved(loops_dir)
+    assert (saved["phase"], saved["continuation_prompt"]) == ("entered", "do part 2")
+    again = Scripted(_printing("finished\n"))
+    resumed = _run(loops_dir, again, resume=True)
+    assert (resumed.terminated_by, resumed.iterations) == ("terminal", 2)
+    assert again.actions == ["/work\n\ndo part 2"]

@@ -137,6 +137,13 @@ def _refusal(state: LoopState, max_continuations: int, running_dir: Path) -> str
     return None
 
 
+def _continued_handoff(state: LoopState) -> bool:
+    """Whether `state` was saved while its state continued an `on_handoff: continue`
+    handoff (the prompt is saved until a route leaves the state), so its next run, or
+    its cut-off re-run, must get the prompt."""
+    return state.status in ("running", "interrupted") and state.continuation_prompt is not None
+
+
 def _owner_alive(state: LoopState, running_dir: Path) -> bool:
     """Whether another process still runs the loop of a `running` state (on this host)."""
     if state.host is not None and state.host != socket.gethostname():
@@ -239,7 +246,10 @@ class PersistentExecutor:
             # run that stops inside this state is saved as cut off, to run it again.
             self._phase = PHASE_ENTERED
         elif kind == "route":
+            self._continuation_prompt = None  # a handoff's prompt goes with its state
             self._save_snapshot(str(event["to"]))
+        elif kind == "handoff_continued":
+            self._save_continued_handoff()
         elif kind == "action_complete":
             self._prune_logs(event)
         elif kind == "evaluate":
@@ -285,6 +295,13 @@ class PersistentExecutor:
         # after the `loop_complete` event, so a completed state file always has one.
         self.persistence.save_state(self._build_state(current_state, "running"))
 
+    def _save_continued_handoff(self) -> None:
+        """`on_handoff: continue`: the state finished and runs again next with the
+        prompt. Saved like a route to itself, prompt included, so a run stopped or killed
+        before that re-run resumes it as a new iteration that gets the prompt."""
+        self._phase = PHASE_ROUTED
+        self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
+
     def _save_handoff_before_spawn(self) -> None:
         state = self._build_state(self._executor.current_state, "awaiting_continuation")
         state.continuation_prompt = self._continuation_prompt
@@ -313,6 +330,7 @@ class PersistentExecutor:
             visits=executor.guards.visits.to_dict() if self._counts_visits else {},
             stall_streaks=executor.guards.stall.to_dict(),
             errors=executor.guards.errors.to_list(),
+            continuation_prompt=self._continuation_prompt,  # None once a route left the state
         )
 
     # --- run and resume -----------------------------------------------------------------
@@ -449,12 +467,14 @@ class PersistentExecutor:
         executor.started_at = state.started_at
         executor.start_time_ms = _wall_clock_ms() - (state.elapsed_ms or 0)
         executor._pending_handoff = None
-        if state.status == "awaiting_continuation":
+        if state.status == "awaiting_continuation" or _continued_handoff(state):
             executor.handoff_context = {
                 "prompt": state.continuation_prompt or "",
                 "count": state.handoff_count,
                 "state": state.current_state,
             }
+            # Saved again until the state is left, should this run stop before that.
+            self._continuation_prompt = state.continuation_prompt
         executor.handoff_count = state.handoff_count
         self._restore_guards(state, cut_off=cut_off)
         self._last_result = state.last_result
