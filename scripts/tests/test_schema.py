@@ -742,6 +742,7 @@ def test_json_schema_accepts_the_additions() -> None:
         ({"max_continuations": 0}, "$.max_continuations: below minimum"),
         ({"stall_threshold": -1}, "$.stall_threshold: below minimum"),
         ({"checkpoint": "svn"}, "$.checkpoint: not in enum"),
+        ({"logs_keep": -1}, "$.logs_keep: below minimum"),
         (
             {"states": {"a": {"terminal": True, "max_visits": 0}}},
             "$.states.a.max_visits: below minimum",

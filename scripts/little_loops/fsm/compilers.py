@@ -11,7 +11,7 @@ Besides the reference behaviour, every compiler carries the loop-level keys `con
 well as `max_iterations`, `backoff`, `timeout`), and the convergence paradigm accepts
 `direction` (`minimize` or `maximize`). The `fsm` pass-through raises `ValueError` rather
 than `KeyError` or `AttributeError` for a malformed loop. Null values of optional keys
-count as absent.
+count as absent. `logs_keep` is carried as well.
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ def _carried_fields(spec: dict[str, Any], paradigm: str) -> dict[str, Any]:
         "max_continuations": _optional(spec, "max_continuations", DEFAULT_MAX_CONTINUATIONS),
         "stall_threshold": _optional(spec, "stall_threshold", DEFAULT_STALL_THRESHOLD),
         "checkpoint": spec.get("checkpoint"),
+        "logs_keep": spec.get("logs_keep"),
     }
 
 

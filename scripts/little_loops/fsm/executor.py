@@ -174,7 +174,12 @@ class FSMExecutor:
     # -- public -------------------------------------------------------------------------
 
     def request_shutdown(self) -> None:
-        """Stop soon: wake a backoff sleep and cancel the running action (signal-safe)."""
+        """Stop soon: wake a backoff sleep and cancel the running action (signal-safe).
+
+        An action that still finishes on its own (it exited before the cancel landed, or
+        the runner has no `cancel`) is evaluated and routed; the run stops before the next
+        state, so resume starts there. An action the cancel cut off runs again on resume.
+        """
         self._shutdown_requested = True
         self._wake.put(True)
         cancel = getattr(self.action_runner, "cancel", None)
@@ -272,7 +277,10 @@ class FSMExecutor:
             self._emit("checkpoint", state=self.current_state, iteration=self.iteration, **keys)
 
     def _end_after_action(self, step: Step) -> ExecutionResult | None:
-        if self._shutdown_requested:
+        # Only an action the shutdown cut off ends the run here (it runs again on resume).
+        # One that finished on its own is evaluated and routed as usual; the run then
+        # stops at the next state (see `_stop_reason`), so its work is kept.
+        if self._shutdown_requested and step.action is not None and step.action.cancelled:
             return self._finish("signal")
         if step.cut_by_loop_timeout:
             return self._finish("timeout")

@@ -145,6 +145,7 @@ _LOOP_CHECKS: dict[str, FieldCheck] = {
     "max_continuations": scalar(check_positive_int),
     "stall_threshold": scalar(check_non_negative_int),
     "checkpoint": scalar(nullable(one_of("checkpoint kind", CHECKPOINT_KINDS))),
+    "logs_keep": scalar(nullable(check_non_negative_int)),
 }
 
 

@@ -23,9 +23,10 @@ from little_loops.fsm.errors import LoopError, RunFilesError, StateFileError
 from little_loops.fsm.executor import EventCallback, ExecutionResult, FSMExecutor
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.locking import lock_file_exists, read_holder
-from little_loops.fsm.output_files import stderr_log_path
+from little_loops.fsm.log_retention import LogRetention
+from little_loops.fsm.output_files import action_log_name, stderr_log_path
 from little_loops.fsm.run_history import archive_previous_run
-from little_loops.fsm.schema import FSMLoop
+from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
 from little_loops.fsm.state_files import (
     PHASE_ENTERED,
@@ -136,6 +137,13 @@ def _refusal(state: LoopState, max_continuations: int, running_dir: Path) -> str
     return None
 
 
+def _continued_handoff(state: LoopState) -> bool:
+    """Whether `state` was saved while its state continued an `on_handoff: continue`
+    handoff (the prompt is saved until a route leaves the state), so its next run, or
+    its cut-off re-run, must get the prompt."""
+    return state.status in ("running", "interrupted") and state.continuation_prompt is not None
+
+
 def _owner_alive(state: LoopState, running_dir: Path) -> bool:
     """Whether another process still runs the loop of a `running` state (on this host)."""
     if state.host is not None and state.host != socket.gethostname():
@@ -179,7 +187,9 @@ class PersistentExecutor:
         )
         self.event_callback = event_callback
         self.before_spawn = before_spawn
-        executor_kwargs.setdefault("log_dir", self.persistence.logs_dir)
+        logs_keep = DEFAULT_LOGS_KEEP if fsm.logs_keep is None else fsm.logs_keep
+        # `logs_keep: 0`: no action logs at all (nothing to delete, nothing to point at).
+        executor_kwargs.setdefault("log_dir", self.persistence.logs_dir if logs_keep else None)
         if fsm.checkpoint == "git":
             loops_dir = self.persistence.loops_dir
             executor_kwargs.setdefault(
@@ -192,6 +202,8 @@ class PersistentExecutor:
             handoff_handler=self.handoff_handler,
             **executor_kwargs,
         )
+        log_dir = self._executor.log_dir
+        self._log_retention = LogRetention(log_dir, logs_keep) if log_dir and logs_keep else None
         self._last_result: dict[str, Any] | None = None
         self._continuation_prompt: str | None = None
         self._resumed_at: str | None = None
@@ -234,7 +246,12 @@ class PersistentExecutor:
             # run that stops inside this state is saved as cut off, to run it again.
             self._phase = PHASE_ENTERED
         elif kind == "route":
+            self._continuation_prompt = None  # a handoff's prompt goes with its state
             self._save_snapshot(str(event["to"]))
+        elif kind == "handoff_continued":
+            self._save_continued_handoff()
+        elif kind == "action_complete":
+            self._prune_logs(event)
         elif kind == "evaluate":
             self._last_result = _evaluation_record(event)
         elif kind == "handoff_detected":
@@ -243,6 +260,26 @@ class PersistentExecutor:
                 # The handler creates the new session right after this event: whatever
                 # happens next, the state file already says where to continue.
                 self._save_handoff_before_spawn()
+
+    def _prune_logs(self, completed: dict[str, Any]) -> None:
+        """After an action: keep the logs of the last `logs_keep` actions (see
+        `log_retention`), never one the run still uses. Before the state's evaluation and
+        the next snapshot, so neither can name a deleted log: the newest action's log and
+        those of captures and `${prev}` are spared."""
+        retention, executor = self._log_retention, self._executor
+        if retention is None or executor.log_dir is None:
+            return
+        log_path = executor.log_dir / action_log_name(executor.iteration, executor.current_state)
+        if "log_path" not in completed and not stderr_log_path(log_path).exists():
+            return  # a silent action left no log
+        retention.add(log_path, self._logs_in_use())
+
+    def _logs_in_use(self) -> list[str]:
+        executor = self._executor
+        results: list[Any] = [*executor.captured.values(), executor.prev_result]
+        # A state file written by the reference may hold captures that are not mappings.
+        paths = [result.get("log_path") for result in results if isinstance(result, dict)]
+        return [path for path in paths if isinstance(path, str)]
 
     def _save_snapshot(self, current_state: str) -> None:
         """One state write per transition, taken when the next state is chosen.
@@ -257,6 +294,13 @@ class PersistentExecutor:
         # Still `running` when the next state is terminal: `completed` is written only
         # after the `loop_complete` event, so a completed state file always has one.
         self.persistence.save_state(self._build_state(current_state, "running"))
+
+    def _save_continued_handoff(self) -> None:
+        """`on_handoff: continue`: the state finished and runs again next with the
+        prompt. Saved like a route to itself, prompt included, so a run stopped or killed
+        before that re-run resumes it as a new iteration that gets the prompt."""
+        self._phase = PHASE_ROUTED
+        self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
 
     def _save_handoff_before_spawn(self) -> None:
         state = self._build_state(self._executor.current_state, "awaiting_continuation")
@@ -286,6 +330,7 @@ class PersistentExecutor:
             visits=executor.guards.visits.to_dict() if self._counts_visits else {},
             stall_streaks=executor.guards.stall.to_dict(),
             errors=executor.guards.errors.to_list(),
+            continuation_prompt=self._continuation_prompt,  # None once a route left the state
         )
 
     # --- run and resume -----------------------------------------------------------------
@@ -422,12 +467,14 @@ class PersistentExecutor:
         executor.started_at = state.started_at
         executor.start_time_ms = _wall_clock_ms() - (state.elapsed_ms or 0)
         executor._pending_handoff = None
-        if state.status == "awaiting_continuation":
+        if state.status == "awaiting_continuation" or _continued_handoff(state):
             executor.handoff_context = {
                 "prompt": state.continuation_prompt or "",
                 "count": state.handoff_count,
                 "state": state.current_state,
             }
+            # Saved again until the state is left, should this run stop before that.
+            self._continuation_prompt = state.continuation_prompt
         executor.handoff_count = state.handoff_count
         self._restore_guards(state, cut_off=cut_off)
         self._last_result = state.last_result

@@ -68,7 +68,10 @@ class ActionResult:
     """What an action produced. `error` says why it could not run or finish.
 
     Additions: `output_truncated` says `output` holds only the tail of stdout (behind a
-    marker line); `log_path` is the file holding all of stdout, when one was written.
+    marker line); `log_path` is the file holding all of stdout, when one was written;
+    `cancelled` says the runner's `cancel()` stopped the action before it finished (an
+    action that exited on its own, even as a cancel arrived, is not cancelled: its
+    result stands).
     """
 
     output: str
@@ -79,6 +82,7 @@ class ActionResult:
     error: str | None = None
     output_truncated: bool = False
     log_path: str | None = None
+    cancelled: bool = False
 
 
 def is_slash_command(action: str) -> bool:
@@ -109,6 +113,9 @@ class _RunningAction:
         self.stdout = stdout
         self.stderr = StderrPipe(process.stderr, cap, stdout.wanted_log_path)
         self.cancelled = False
+        # Whether the cancel's signal reached the action while it still ran; a cancel
+        # landing after the action exited on its own does not cost it its result.
+        self.killed_by_cancel = False
         self.exited_at: float | None = None
         self._behind = False  # the last follow stopped with lines still unread
         # poll(), not epoll: two descriptors, and no epoll instance to make, fill and
@@ -183,6 +190,16 @@ class _RunningAction:
             self._selector.unregister(self._pidfd)
             os.close(self._pidfd)
             self._pidfd = None
+
+    def has_exited(self) -> bool:
+        """Whether the action has exited (a zombie counts), without reaping it."""
+        if self.exited_at is not None or self.process.returncode is not None:
+            return True
+        try:
+            info = os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # reaped meanwhile
+            return True
+        return info is not None
 
     def signal_group(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):  # group already gone
@@ -282,7 +299,10 @@ class DefaultActionRunner:
 
     @staticmethod
     def _cancel_running(running: _RunningAction) -> None:
-        # Flag before signalling, so the exit the signal causes is seen as a cancel.
+        # Flag before signalling, so the exit the signal causes is seen as a cancel. An
+        # action still running now is cut off by it; one that exits between this check
+        # and the signal counts as cut off too (it runs again: the safe side).
+        running.killed_by_cancel = running.killed_by_cancel or not running.has_exited()
         running.cancelled = True
         running.signal_group(signal.SIGTERM)
 
@@ -339,8 +359,9 @@ class DefaultActionRunner:
         running.stdout.publish_log()
         result = self._result(running, readers.present)
         result.duration_ms = _ms_since(started)
-        if outcome == "cancelled":
+        if outcome == "cancelled" and running.killed_by_cancel:
             _mark_interrupted(result, CANCELLED_EXIT_CODE, CANCELLED_MESSAGE)
+            result.cancelled = True
         elif outcome == "timeout":
             _mark_interrupted(result, TIMEOUT_EXIT_CODE, f"Action timed out after {timeout:g}s")
         elif is_slash_command:

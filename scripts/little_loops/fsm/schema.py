@@ -17,6 +17,7 @@ DEFAULT_DIRECTION = "minimize"
 DEFAULT_ON_HANDOFF = "pause"
 DEFAULT_MAX_CONTINUATIONS = 5
 DEFAULT_STALL_THRESHOLD = 3
+DEFAULT_LOGS_KEEP = 100
 DEFAULT_LLM_MODEL = "claude-sonnet-4-20250514"
 DEFAULT_LLM_MAX_TOKENS = 256
 DEFAULT_LLM_TIMEOUT = 30
@@ -241,6 +242,8 @@ class FSMLoop:
     # stalled (0: never), and `"git"` to commit the work after each iteration and handoff.
     stall_threshold: int = DEFAULT_STALL_THRESHOLD
     checkpoint: str | None = None
+    # Addition: how many actions' logs a run keeps (None: DEFAULT_LOGS_KEEP; 0: none).
+    logs_keep: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -269,6 +272,7 @@ class FSMLoop:
         if self.stall_threshold != DEFAULT_STALL_THRESHOLD:
             out["stall_threshold"] = self.stall_threshold
         _put_if_set(out, "checkpoint", self.checkpoint)
+        _put_if_set(out, "logs_keep", self.logs_keep)
         return out
 
     @classmethod
@@ -292,6 +296,7 @@ class FSMLoop:
             max_continuations=data.get("max_continuations", DEFAULT_MAX_CONTINUATIONS),
             stall_threshold=data.get("stall_threshold", DEFAULT_STALL_THRESHOLD),
             checkpoint=data.get("checkpoint"),
+            logs_keep=data.get("logs_keep"),
         )
 
     def get_all_state_names(self) -> set[str]:
