@@ -145,6 +145,8 @@ _LOOP_CHECKS: dict[str, FieldCheck] = {
     "max_continuations": scalar(check_positive_int),
     "stall_threshold": scalar(check_non_negative_int),
     "checkpoint": scalar(nullable(one_of("checkpoint kind", CHECKPOINT_KINDS))),
+    "on_stall": _optional_string,
+    "progress_paths": check_string_list,
 }
 
 

@@ -42,6 +42,7 @@ COMMON_SPEC_KEYS = (
     "max_continuations",
     "stall_threshold",
     "checkpoint",
+    "progress_paths",
 )
 PARADIGM_SPEC_KEYS: dict[str, tuple[str, ...]] = {
     "goal": ("paradigm", "name", "goal", "tools", *COMMON_SPEC_KEYS),

@@ -192,6 +192,7 @@ class PersistentExecutor:
             handoff_handler=self.handoff_handler,
             **executor_kwargs,
         )
+        self._executor.guards.loops_dir = self.persistence.loops_dir
         self._last_result: dict[str, Any] | None = None
         self._continuation_prompt: str | None = None
         self._resumed_at: str | None = None
