@@ -4,9 +4,9 @@ A loop of short states with a silent check runs in a fresh directory (an "episod
 states `s1`..`s4` go round `ROUNDS` times, and `check` (`test ... -ge N`, no output) fails
 the same way after each round but the last, as a counting loop's check does. Before issue
 10 every resume of such a loop stopped as stalled; now the guard is off unless asked for.
-Each attempt starts `ll-loop run` (or `resume` once something was saved) and SIGKILLs it at a random moment:
-sometimes during start-up (lock, clearing the old files), mostly while it works through
-its states. After every kill:
+Each attempt starts `ll-loop run` (or `resume` once something was saved) and SIGKILLs it
+at a random moment: sometimes during start-up (lock, clearing the old files), mostly while
+it works through its states. After every kill:
 
 - the state file is missing (nothing saved yet) or parses (`load_state_checked`);
 - every complete line of the events file is a JSON object (a last line cut short by the
