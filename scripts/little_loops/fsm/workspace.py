@@ -26,11 +26,12 @@ import os
 import subprocess
 from pathlib import Path
 
+from little_loops.fsm.checkpoint import RUNTIME_DIRS
+
 __all__ = ["CONTENT_HASH_LIMIT", "GIT_TIMEOUT", "WorkspaceWatcher", "runtime_excludes"]
 
 CONTENT_HASH_LIMIT = 1024 * 1024
 GIT_TIMEOUT = 30.0
-RUNTIME_DIRS = (".running", ".history")
 _GLOB_CHARS = frozenset("*?[")
 
 
