@@ -10,6 +10,10 @@
     and event files as `ll-loop run` writes them) with `stall_threshold: 0` (off) and 3
     (the default), interleaved; the difference per action is set against the spread of
     the runs.
+(c) The workspace fingerprint (`WorkspaceWatcher.fingerprint`, taken for every failing
+    step while the stall guard is on) in a generated git repository of 10,000 tracked
+    files in 100 folders, 5 of them modified and 5 untracked files added (1,000 files
+    with --quick), next to the same `bash -c true` action.
 
 Everything happens in a temporary directory, removed at the end. Timings are medians.
 """
@@ -30,6 +34,7 @@ from pathlib import Path
 from little_loops.fsm.persistence import PersistentExecutor
 from little_loops.fsm.run_guards import RunGuards, StepEnding
 from little_loops.fsm.schema import FSMLoop
+from little_loops.fsm.workspace import WorkspaceWatcher
 
 KIB = 1024
 LINE = "2026-02-17T10:11:12Z tests/test_module.py::test_case_0042 PASSED [ 42%] in 0.12s\n"
@@ -126,6 +131,47 @@ def bench_loop(actions: int, repeats: int, root: Path) -> None:
     figure("difference per action", f"{difference:+.3f} ms", f"spread of the runs {spread:.3f} s")
 
 
+def make_repository(root: Path, files: int) -> Path:
+    """A committed git repository of `files` small files, with a few dirty and new ones."""
+    repo = root / "repository"
+    for number in range(files):
+        path = repo / f"dir{number % 100:03d}" / f"file{number:05d}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"value = {number}\n")
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "files"]):
+        subprocess.run([*git, *args], cwd=repo, check=True, env=_git_env(root))
+    for number in range(5):
+        (repo / f"dir{number:03d}" / f"file{number:05d}.py").write_text("changed\n")
+        (repo / f"new{number}.py").write_text(f"new = {number}\n")
+    return repo
+
+
+def _git_env(root: Path) -> dict[str, str]:
+    # The benchmark's git reads no user or system configuration (no hooks, no fsmonitor).
+    return {**os.environ, "HOME": str(root), "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def bench_workspace(files: int, repeats: int, root: Path, action: float) -> None:
+    """(c)."""
+    repo = make_repository(root, files)
+    previous = dict(os.environ)
+    os.environ.update(_git_env(root))
+    try:
+        watcher = WorkspaceWatcher(repo)
+        watcher.fingerprint()  # git's index and stat caches warm, as from the second step on
+        per_call = median_seconds(repeats, watcher.fingerprint)
+    finally:
+        os.environ.clear()
+        os.environ.update(previous)
+    print(f"(c) workspace fingerprint, git repository of {files} files (median of {repeats})")
+    figure(
+        "one fingerprint (5 modified, 5 untracked)",
+        f"{per_call * 1000:.2f} ms",
+        f"{per_call / action:.1f}x that action",
+    )
+
+
 def machine() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return (
@@ -139,12 +185,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
     args = parser.parse_args(argv)
     actions, calls, repeats = (40, 200, 3) if args.quick else (500, 2000, 5)
+    files = 1000 if args.quick else 10_000
     print(f"ll-loop guard benchmarks{' (quick)' if args.quick else ''}: {machine()}")
     with tempfile.TemporaryDirectory(prefix="ll-loop-guards-bench-") as temp:
         root = Path(temp)
         os.chdir(root)  # actions and `.loops` live in the temporary directory
-        bench_step_cost(calls, repeats)
+        action = bench_step_cost(calls, repeats)
         bench_loop(actions, repeats, root)
+        bench_workspace(files, repeats * 4, root, action)
     return 0
 
 

@@ -62,6 +62,8 @@ GUARD_EXPECTED_LINES = [
     rf"stall_threshold: 0 \(guard off\) +{SIGNED} s",
     rf"stall_threshold: 3 \(hashing every step, never triggered\) +{SIGNED} s",
     rf"difference per action +{SIGNED} ms  spread of the runs {SIGNED} s",
+    r"\(c\) workspace fingerprint, git repository of 1000 files \(median of 12\)",
+    rf"one fingerprint \(5 modified, 5 untracked\) +{SIGNED} ms  {SIGNED}x that action",
 ]
 
 

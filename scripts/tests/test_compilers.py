@@ -398,6 +398,7 @@ def test_every_compiler_carries_the_loop_level_keys(paradigm: str) -> None:
         "on_handoff": "spawn",
         "stall_threshold": 0,
         "checkpoint": "git",
+        "progress_paths": ["build/*.log"],
     }
 
     fsm = compile_paradigm({**SPECS[paradigm], **extra})
@@ -409,6 +410,7 @@ def test_every_compiler_carries_the_loop_level_keys(paradigm: str) -> None:
     assert fsm.llm == LLMConfig(enabled=False, model="m")
     assert fsm.on_handoff == "spawn"
     assert (fsm.stall_threshold, fsm.checkpoint) == (0, "git")
+    assert fsm.progress_paths == ["build/*.log"]
 
 
 @pytest.mark.parametrize("paradigm", list(SPECS))
@@ -416,7 +418,7 @@ def test_defaults_and_nulls_for_carried_keys(paradigm: str) -> None:
     nulls = dict.fromkeys(["max_iterations", "backoff", "timeout", "context", "scope", "llm"])
 
     plain = compile_paradigm(SPECS[paradigm])
-    guard_nulls = {"stall_threshold": None, "checkpoint": None}
+    guard_nulls = {"stall_threshold": None, "checkpoint": None, "progress_paths": None}
     with_nulls = compile_paradigm({**SPECS[paradigm], **nulls, "on_handoff": None, **guard_nulls})
 
     assert plain == with_nulls
@@ -427,7 +429,9 @@ def test_defaults_and_nulls_for_carried_keys(paradigm: str) -> None:
         "pause",
         False,
     )
-    assert (plain.stall_threshold, plain.checkpoint) == (3, None)
+    # Faithful by default: no stall guard unless asked for (the reference has none).
+    assert (plain.stall_threshold, plain.checkpoint, plain.progress_paths) == (None, None, [])
+    assert plain.effective_stall_threshold() == 0
 
 
 @pytest.mark.parametrize("paradigm", list(SPECS))

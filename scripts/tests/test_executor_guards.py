@@ -145,13 +145,14 @@ FAILS_THE_SAME_WAY = {
         "on_success": "done",
         "on_failure": "fix",
     },
-    "fix": {"action": "echo patched ${state.iteration}", "next": "check"},
+    # `fix` says the same every time and changes no file: nothing moves.
+    "fix": {"action": "echo patched", "next": "check"},
     "done": DONE,
 }
 
 
 def test_the_same_failure_three_times_stalls_well_before_max_iterations() -> None:
-    result, events, executor = run(FAILS_THE_SAME_WAY, max_iterations=50)
+    result, events, executor = run(FAILS_THE_SAME_WAY, max_iterations=50, stall_threshold=3)
     assert (result.terminated_by, result.iterations, result.final_state) == ("stalled", 5, "check")
     assert result.error == (
         "state 'check' ended with verdict 'failure' and the same output 3 times in a row; "
@@ -166,6 +167,52 @@ def test_the_same_failure_three_times_stalls_well_before_max_iterations() -> Non
 def test_stall_threshold_zero_runs_to_max_iterations() -> None:
     result, _, _ = run(FAILS_THE_SAME_WAY, max_iterations=7, stall_threshold=0)
     assert (result.terminated_by, result.iterations) == ("max_iterations", 7)
+
+
+def test_without_stall_threshold_an_ordinary_loop_runs_as_in_the_reference() -> None:
+    """The reference has no stall guard: a loop that does not ask for one runs to its
+    `max_iterations`, however the same its endings are."""
+    result, _, executor = run(FAILS_THE_SAME_WAY, max_iterations=12)
+    assert (result.terminated_by, result.iterations) == ("max_iterations", 12)
+    assert executor.guards.stall.streaks == {}
+
+
+def test_a_state_in_between_whose_output_changes_is_progress() -> None:
+    moving_fix = {
+        **FAILS_THE_SAME_WAY,
+        "fix": {"action": "echo patched ${state.iteration}", "next": "check"},
+    }
+    result, _, _ = run(moving_fix, max_iterations=12, stall_threshold=3)
+    assert (result.terminated_by, result.iterations) == ("max_iterations", 12)
+
+
+def test_on_stall_routes_once_then_the_run_stalls() -> None:
+    states = {
+        **FAILS_THE_SAME_WAY,
+        "recover": {"action": "echo giving it a nudge", "next": "check"},
+    }
+    result, events, _ = run(states, max_iterations=50, stall_threshold=3, on_stall="recover")
+    assert (result.terminated_by, result.final_state) == ("stalled", "check")
+    assert [e["to"] for e in events.of("route") if e.get("reason") == "stalled"] == ["recover"]
+    assert events.entered() == ["check", "fix", "check", "fix", "check", "recover", "check"]
+    assert result.error is not None and "4 times in a row" in result.error
+
+
+def test_each_new_streak_gets_its_own_recovery() -> None:
+    states = {
+        "check": {
+            "action": "cat recovered 2>/dev/null || echo same; exit 1",
+            "on_success": "done",
+            "on_failure": "check",
+        },
+        "recover": {"action": "echo fixed > recovered", "next": "check"},
+        "done": DONE,
+    }
+    result, events, _ = run(states, max_iterations=30, stall_threshold=2, on_stall="recover")
+    assert (result.terminated_by, result.final_state) == ("stalled", "check")
+    # "same" twice: recover; "fixed" twice (a new streak): recover again; it changed
+    # nothing the second time, so the next identical "fixed" stops the run.
+    assert events.entered() == ["check", "check", "recover", "check", "check", "recover", "check"]
 
 
 def test_a_higher_threshold_waits_longer() -> None:
@@ -196,7 +243,7 @@ def test_the_same_error_message_stalls_although_the_output_differs() -> None:
         },
         "done": DONE,
     }
-    result, _, executor = run(states)
+    result, _, executor = run(states, stall_threshold=3)
     assert (result.terminated_by, result.iterations) == ("stalled", 3)
     assert result.error == (
         "state 'report' ended with verdict 'error' and the same output 3 times in a row; "
@@ -248,7 +295,7 @@ def test_a_decision_state_is_judged_by_its_details() -> None:
     result, _, _ = run(states)
     assert (result.terminated_by, result.final_state) == ("terminal", "done")
     frozen = {**states, "bump": {"action": "printf 1", "capture": "n", "next": "check"}}
-    result, _, _ = run(frozen)
+    result, _, _ = run(frozen, stall_threshold=3)
     assert (result.terminated_by, result.final_state) == ("stalled", "check")
     assert result.error is not None
     assert result.error.endswith('it said:\n  | {"operator": "ge", "target": 5.0, "value": 1.0}')

@@ -89,3 +89,89 @@ def test_on_max_visits_makes_its_target_reachable() -> None:
         "done": {"terminal": True},
     }
     assert validate_fsm(FSMLoop.from_dict(loop(states))) == []
+
+
+# --- stall guard: on by request, on_stall, progress_paths (issue 10) ------------------------
+
+
+def test_on_stall_and_progress_paths_are_accepted() -> None:
+    states = {
+        "a": {"action": "x", "on_failure": "a", "on_success": "done"},
+        "reset": {"action": "y", "next": "a"},
+        "done": {"terminal": True},
+    }
+    data = loop(states, stall_threshold=2, on_stall="reset", progress_paths=["src", "*.log"])
+    assert shape(data) == []
+    # The recovery state is reached through on_stall only: not "unreachable".
+    assert validate_fsm(FSMLoop.from_dict(data)) == []
+
+
+@pytest.mark.parametrize(
+    ("top", "problem"),
+    [
+        ({"on_stall": 3}, ("on_stall", "must be a string, got 3")),
+        ({"progress_paths": "n"}, ("progress_paths", "must be a list of strings, got 'n'")),
+        ({"progress_paths": ["n", 1]}, ("progress_paths.1", "must be a string, got 1")),
+    ],
+)
+def test_bad_stall_values(top: dict[str, Any], problem: tuple[str, str]) -> None:
+    assert shape(loop(**top)) == [problem]
+
+
+def test_on_stall_must_name_a_state_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text(
+        "name: g\ninitial: a\nstall_threshold: 3\non_stall: nowhere\nstates:\n"
+        "  a:\n    action: x\n    next: done\n"
+        "  done:\n    terminal: true\n"
+    )
+    with pytest.raises(LoopValidationError) as caught:
+        load_loop(path)
+    assert caught.value.user_lines() == [
+        f"{path}: on_stall: References unknown state 'nowhere' (states are: a, done)"
+    ]
+
+
+def test_on_stall_while_the_guard_is_off_is_a_warning() -> None:
+    data = loop(on_stall="done")
+    findings = [
+        (f.path, f.message, f.severity.value) for f in validate_fsm(FSMLoop.from_dict(data))
+    ]
+    assert findings == [
+        (
+            "on_stall",
+            "on_stall has no effect while the stall guard is off (set stall_threshold)",
+            "warning",
+        )
+    ]
+    assert validate_fsm(FSMLoop.from_dict(loop(on_stall="done", on_handoff="continue"))) == []
+
+
+def test_a_loop_that_did_not_set_stall_threshold_does_not_gain_it() -> None:
+    """`to_dict` (state snapshots, `ll-loop compile`) stays faithful to the file."""
+    plain = FSMLoop.from_dict(loop())
+    assert plain.stall_threshold is None
+    assert "stall_threshold" not in plain.to_dict()
+    assert plain.effective_stall_threshold() == 0
+    guarded = FSMLoop.from_dict(loop(stall_threshold=3, on_stall="a", progress_paths=["n"]))
+    assert {k: guarded.to_dict()[k] for k in ("stall_threshold", "on_stall", "progress_paths")} == {
+        "stall_threshold": 3,
+        "on_stall": "a",
+        "progress_paths": ["n"],
+    }
+    assert FSMLoop.from_dict(guarded.to_dict()) == guarded
+
+
+@pytest.mark.parametrize(
+    ("top", "threshold"),
+    [
+        ({}, 0),
+        ({"on_handoff": "pause"}, 0),
+        ({"on_handoff": "continue"}, 3),
+        ({"on_handoff": "continue", "stall_threshold": 0}, 0),
+        ({"on_handoff": "continue", "stall_threshold": 7}, 7),
+        ({"stall_threshold": 2}, 2),
+    ],
+)
+def test_the_threshold_in_force(top: dict[str, Any], threshold: int) -> None:
+    assert FSMLoop.from_dict(loop(**top)).effective_stall_threshold() == threshold

@@ -98,7 +98,9 @@ def test_the_third_identical_ending_in_a_row_is_a_stall() -> None:
     guard = StallGuard()
     assert guard.observe("check", "failure", "f1", "FAILED a") is None
     assert guard.observe("check", "failure", "f1", "FAILED a (again)") is None
-    assert guard.observe("check", "failure", "f1") == StallStreak("failure", "f1", 3, "FAILED a")
+    assert guard.observe("check", "failure", "f1") == StallStreak(
+        "failure", "f1", 3, "FAILED a", cycle=""
+    )
 
 
 def test_a_different_ending_starts_a_new_streak() -> None:
@@ -114,10 +116,39 @@ def test_streaks_are_per_state_so_a_cycle_through_other_states_is_caught() -> No
     endings = []
     for _ in range(3):
         endings.append(guard.observe("check", "failure", "same"))
-        endings.append(guard.observe("fix", "failure", f"different {len(endings)}"))
+        endings.append(guard.observe("fix", "error", "fix says the same"))
     assert endings[:4] == [None, None, None, None]
-    assert endings[4] == StallStreak("failure", "same", 3, "")
-    assert endings[5] is None
+    stalled = endings[4]
+    assert stalled is not None
+    assert (stalled.verdict, stalled.fingerprint, stalled.count) == ("failure", "same", 3)
+    assert endings[5] is not None  # fix too ended the same way with nothing changed
+
+
+def test_a_state_in_between_that_ends_differently_is_progress() -> None:
+    """Issue 10: the other states' outputs count, not only the state's own."""
+    guard = StallGuard()
+    endings = []
+    for attempt in range(6):
+        endings.append(guard.observe("check", "failure", "same"))
+        endings.append(guard.observe("fix", "success", f"fixed {attempt} more"))
+    assert endings == [None] * 12
+    assert guard.streaks["check"].count == 1
+
+
+def test_a_changed_workspace_is_progress() -> None:
+    guard = StallGuard()
+    results = [guard.observe("check", "failure", "same", workspace=f"w{n}") for n in range(6)]
+    assert results == [None] * 6
+    assert guard.streaks["check"].count == 1
+    assert guard.observe("check", "failure", "same", workspace="w5") is None
+    assert guard.observe("check", "failure", "same", workspace="w5") is not None
+
+
+def test_an_unwatched_workspace_does_not_hide_a_stall() -> None:
+    guard = StallGuard()
+    assert guard.observe("check", "failure", "same", workspace=None) is None
+    assert guard.observe("check", "failure", "same", workspace="w1") is None
+    assert guard.observe("check", "failure", "same", workspace=None) is not None
 
 
 @pytest.mark.parametrize("verdict", ["success", "target", "progress"])
@@ -144,17 +175,40 @@ def test_threshold_one_stalls_on_the_first_counted_ending() -> None:
 
 def test_streaks_survive_a_round_trip_through_json() -> None:
     guard = StallGuard()
+    guard.observe("fix", "error", "f9")
     guard.observe("check", "failure", "f1", "FAILED a")
     guard.observe("check", "failure", "f1")
-    guard.observe("fix", "error", "f9")
     saved = json.loads(json.dumps(guard.to_dict()))
+    since = saved["fix"].pop("since")  # how `check` ended, for fix's next round
     assert saved == {
-        "check": {"verdict": "failure", "fingerprint": "f1", "count": 2, "preview": "FAILED a"},
+        "check": {
+            "verdict": "failure",
+            "fingerprint": "f1",
+            "count": 2,
+            "preview": "FAILED a",
+            "cycle": "",
+        },
         "fix": {"verdict": "error", "fingerprint": "f9", "count": 1, "preview": ""},
     }
+    saved["fix"]["since"] = since
     resumed = StallGuard()
     resumed.restore(saved)
-    assert resumed.observe("check", "failure", "f1") == StallStreak("failure", "f1", 3, "FAILED a")
+    stalled = resumed.observe("check", "failure", "f1")
+    assert stalled is not None
+    assert (stalled.count, stalled.preview) == (3, "FAILED a")
+
+
+def test_streaks_keep_what_the_next_round_is_compared_with() -> None:
+    guard = StallGuard()
+    guard.observe("check", "failure", "f1", workspace="w")
+    guard.observe("fix", "success", "f2")
+    guard.observe("check", "failure", "f1", workspace="w")
+    guard.observe("fix", "success", "f2")
+    resumed = StallGuard()
+    resumed.restore(json.loads(json.dumps(guard.to_dict())))
+    assert resumed.streaks == guard.streaks
+    assert resumed.streaks["check"].cycle == resumed.streaks["check"].since != ""
+    assert resumed.observe("check", "failure", "f1", workspace="w") is not None
 
 
 def test_restore_tolerates_a_streak_without_preview() -> None:

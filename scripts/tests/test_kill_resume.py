@@ -1,9 +1,12 @@
 """The kill test: SIGKILL the real `ll-loop run`/`resume` at random moments, again and again.
 
-A loop of short states runs in a fresh directory (an "episode"). Each attempt starts
-`ll-loop run` (or `resume` once something was saved) and SIGKILLs it at a random moment:
-sometimes during start-up (lock, clearing the old files), mostly while it works through
-its states. After every kill:
+A loop of short states with a silent check runs in a fresh directory (an "episode"): the
+states `s1`..`s4` go round `ROUNDS` times, and `check` (`test ... -ge N`, no output) fails
+the same way after each round but the last, as a counting loop's check does. Before issue
+10 every resume of such a loop stopped as stalled; now the guard is off unless asked for.
+Each attempt starts `ll-loop run` (or `resume` once something was saved) and SIGKILLs it
+at a random moment: sometimes during start-up (lock, clearing the old files), mostly while
+it works through its states. After every kill:
 
 - the state file is missing (nothing saved yet) or parses (`load_state_checked`);
 - every complete line of the events file is a JSON object (a last line cut short by the
@@ -11,13 +14,14 @@ its states. After every kill:
 - `ll-loop status` calls a killed run interrupted.
 
 Then `ll-loop resume` runs the loop to its end, and the counters must be right. Every
-action appends `<state> <iteration>` to `counter.txt`; a state is never counted twice
-(resume re-runs a cut-off state under the same iteration number), so:
+action but the check appends `<state> <iteration>` to `counter.txt`; a state is never
+counted twice (resume re-runs a cut-off state under the same iteration number, so a
+repeated line is the same line, which the check does not count twice), so:
 
-- the loop ends `completed` after exactly `len(STATES)` iterations;
+- the loop ends `completed` after exactly `ROUNDS * (len(STATES) + 1)` iterations;
 - each counter line names the iteration its state belongs to;
-- consecutive repeats aside, the counter lines are the states in order, and there are
-  no more repeats than kills (only the state a kill cut off runs again).
+- consecutive repeats aside, the counter lines are the rounds of states in order, and
+  there are no more repeats than kills (only the state a kill cut off runs again).
 
 Seeded, so a failure can be replayed; bounded in time (well under 90 s).
 """
@@ -39,19 +43,27 @@ from little_loops.fsm.persistence import StatePersistence
 SEED = 6_2026
 KILLS_WANTED = 50
 TIME_BUDGET_SECONDS = 80.0
-STATES = [f"s{number}" for number in range(1, 9)]
+STATES = [f"s{number}" for number in range(1, 5)]
+ROUNDS = 4  # the check fails silently ROUNDS - 1 times: more than a stall_threshold of 3
+ROUND_LENGTH = len(STATES) + 1  # the states and the check
 STARTUP_KILL_SHARE = 0.2  # kills aimed at start-up, before any state runs
 
 
 def _loop_text() -> str:
     lines = ["name: counted", f"initial: {STATES[0]}", "max_iterations: 100", "states:"]
     for position, state in enumerate(STATES):
-        after = STATES[position + 1] if position + 1 < len(STATES) else "done"
+        after = STATES[position + 1] if position + 1 < len(STATES) else "check"
         lines += [
             f"  {state}:",
             '    action: "echo ${state.name} ${state.iteration} >> counter.txt; sleep 0.01"',
             f"    next: {after}",
         ]
+    lines += [
+        "  check:",
+        f'    action: "test $(sort -u counter.txt | wc -l) -ge {len(STATES) * ROUNDS}"',
+        "    on_success: done",
+        f"    on_failure: {STATES[0]}",
+    ]
     return "\n".join([*lines, "  done:", "    terminal: true", ""])
 
 
@@ -164,27 +176,28 @@ class Episode:
     def check_counters(self) -> None:
         state = self.persistence.load_state_checked()
         assert state is not None
+        iterations = ROUNDS * ROUND_LENGTH
         assert (state.status, state.current_state, state.iteration) == (
             "completed",
             "done",
-            len(STATES),
+            iterations,
         )
         raw = self._events_bytes()
         assert raw.endswith(b"\n")  # a cut-off line was removed by the resume
         events = [json.loads(line) for line in raw.splitlines()]
         assert events[-1]["event"] == "loop_complete"
-        assert (events[-1]["terminated_by"], events[-1]["iterations"]) == ("terminal", 8)
+        assert (events[-1]["terminated_by"], events[-1]["iterations"]) == ("terminal", iterations)
         assert not list(self.persistence.running_dir.glob(".*.tmp"))
         counted = [line.split() for line in (self.root / "counter.txt").read_text().splitlines()]
         for name, iteration in counted:
-            assert STATES.index(name) + 1 == int(iteration), counted
+            assert STATES.index(name) == (int(iteration) - 1) % ROUND_LENGTH, counted
         collapsed = [
             name
             for position, (name, _) in enumerate(counted)
             if position == 0 or counted[position - 1][0] != name
         ]
-        assert collapsed == STATES, counted
-        assert len(counted) - len(STATES) <= self.kills, counted
+        assert collapsed == STATES * ROUNDS, counted
+        assert len(counted) - len(STATES) * ROUNDS <= self.kills, counted
 
 
 def test_random_kills_never_lose_or_corrupt_a_loop(tmp_path: Path) -> None:

@@ -185,10 +185,110 @@ def test_a_loop_that_hands_off_forever_stops_at_max_continuations(project: Path)
 
 # --- the stall guard ---------------------------------------------------------------------------
 
+# An unattended loop (`on_handoff: continue`, so the guard is on at 3 without being set)
+# whose check fails the same way; `WORK` is what it does to the files each round.
+CONTINUOUS = """\
+name: unattended
+initial: work
+max_iterations: 12
+on_handoff: continue
+states:
+  work:
+    action: "{work}echo 'FAILED test_login'; exit 1"
+    on_success: done
+    on_failure: work
+  done:
+    terminal: true
+"""
+
+
+def test_a_continuous_loop_failing_the_same_way_in_an_unchanged_git_tree_stalls(
+    project: Path,
+) -> None:
+    write_loop(project, "unattended", CONTINUOUS.format(work=""))
+    (project / "notes.txt").write_text("untouched\n")
+    init_repository(project)
+
+    result = ll_loop(project, "run", "unattended")
+
+    assert result.returncode == 5, result.stdout + result.stderr
+    assert "Loop stalled: work (3 iterations, " in result.stderr
+    assert state_of(project, "unattended")["iteration"] == 3
+    # The fingerprint never writes into the user's repository.
+    assert git(project, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+@pytest.mark.parametrize(
+    "work",
+    [
+        "date +%N > notes.txt; ",  # a tracked file changes
+        "date +%N > new-$(date +%N).txt; ",  # untracked files appear
+        "git commit -q --allow-empty -m round; ",  # HEAD moves
+    ],
+    ids=["tracked", "untracked", "head"],
+)
+def test_a_continuous_loop_whose_work_tree_changes_each_round_is_not_stalled(
+    project: Path, work: str
+) -> None:
+    write_loop(project, "unattended", CONTINUOUS.format(work=work))
+    (project / "notes.txt").write_text("untouched\n")
+    init_repository(project)
+    git(project, "config", "user.name", "t")
+    git(project, "config", "user.email", "t@t")
+
+    result = ll_loop(project, "run", "unattended")
+
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert state_of(project, "unattended")["iteration"] == 12
+
+
+def test_ignored_files_and_the_loop_runtime_files_are_not_progress(project: Path) -> None:
+    work = "date +%N > build.log; date +%N > .loops/scratch.txt; "
+    write_loop(project, "unattended", CONTINUOUS.format(work=work))
+    (project / ".gitignore").write_text("build.log\n.loops/scratch.txt\n")
+    init_repository(project)
+
+    result = ll_loop(project, "run", "unattended")
+
+    assert result.returncode == 5, result.stdout + result.stderr
+
+
+def test_progress_paths_outside_git_count_as_progress(project: Path) -> None:
+    work = "mkdir -p out; date +%N > out/attempt.txt; "
+    watched = CONTINUOUS.format(work=work).replace(
+        "on_handoff: continue\n", "on_handoff: continue\nprogress_paths: [out/*.txt]\n"
+    )
+    write_loop(project, "unattended", watched)
+
+    moving = ll_loop(project, "run", "unattended")
+    write_loop(project, "unattended", CONTINUOUS.format(work=work))
+    unwatched = ll_loop(project, "run", "unattended")
+
+    assert moving.returncode == 4, moving.stdout + moving.stderr
+    # Outside git without progress_paths only the outputs count: the same failure stalls.
+    assert unwatched.returncode == 5, unwatched.stdout + unwatched.stderr
+
+
+def test_on_stall_routes_to_the_recovery_state_once_then_the_run_stalls(project: Path) -> None:
+    recovering = CONTINUOUS.format(work="").replace(
+        "on_handoff: continue\n", "on_handoff: continue\non_stall: reset\n"
+    ) + ("  reset:\n    action: echo 'starting over'\n    next: work\n")
+    write_loop(project, "unattended", recovering)
+
+    result = ll_loop(project, "run", "unattended")
+
+    assert result.returncode == 5, result.stdout + result.stderr
+    assert "stalled, on_stall -> reset" in result.stdout
+    entered = [e["state"] for e in events_of(project, "unattended") if e["event"] == "state_enter"]
+    assert entered == ["work", "work", "work", "reset", "work"]
+    assert "work (5 iterations, " in result.stderr
+
+
 STUCK = """\
 name: stuck
 initial: check
 max_iterations: 50
+stall_threshold: 3
 states:
   check:
     action: >-
@@ -257,7 +357,9 @@ def test_stall_threshold_zero_lets_it_run_to_max_iterations(project: Path) -> No
     write_loop(
         project,
         "stuck",
-        STUCK.replace("max_iterations: 50", "max_iterations: 7\nstall_threshold: 0"),
+        STUCK.replace("max_iterations: 50", "max_iterations: 7").replace(
+            "stall_threshold: 3", "stall_threshold: 0"
+        ),
     )
 
     result = ll_loop(project, "run", "stuck")

@@ -36,6 +36,11 @@ def make_loop(states: dict[str, Any], **top: Any) -> FSMLoop:
     return FSMLoop.from_dict(data)
 
 
+def guarded(**top: Any) -> FSMLoop:
+    """CHECK_AND_FIX with the stall guard asked for (it is off unless set)."""
+    return make_loop(CHECK_AND_FIX, **{"stall_threshold": 3, **top})
+
+
 def saved(loops_dir: Path) -> dict[str, Any]:
     path = loops_dir / RUNNING_DIR / "demo.state.json"
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
@@ -57,7 +62,7 @@ CHECK_AND_FIX = {
 
 
 def test_a_stalled_run_saves_its_counters_and_errors(loops_dir: Path) -> None:
-    result = PersistentExecutor(make_loop(CHECK_AND_FIX)).run()
+    result = PersistentExecutor(guarded()).run()
     assert (result.terminated_by, result.iterations) == ("stalled", 5)
     state = saved(loops_dir)
     assert (state["status"], state["terminated_by"], state["current_state"]) == (
@@ -72,6 +77,7 @@ def test_a_stalled_run_saves_its_counters_and_errors(loops_dir: Path) -> None:
             "fingerprint": state["stall_streaks"]["check"]["fingerprint"],
             "count": 3,
             "preview": "FAILED test_login",
+            "since": None,  # the resume re-runs `check` at once: not a round to compare
         }
     }
     entry = {"state": "check", "source": "action", "message": "exit code 1"}
@@ -82,25 +88,42 @@ def test_a_stalled_run_saves_its_counters_and_errors(loops_dir: Path) -> None:
 
 
 def test_resume_after_a_stall_keeps_the_counters(loops_dir: Path) -> None:
-    PersistentExecutor(make_loop(CHECK_AND_FIX)).run()
+    PersistentExecutor(guarded()).run()
     # Nothing changed: the state that stalled runs once more and stalls again at once.
-    again = PersistentExecutor(make_loop(CHECK_AND_FIX)).resume_checked()
+    again = PersistentExecutor(guarded()).resume_checked()
     assert (again.terminated_by, again.iterations) == ("stalled", 6)
     assert again.error == STALL_MESSAGE.format(count=4)
     assert [entry["iteration"] for entry in again.errors] == [1, 3, 5, 6]
     # A person fixed the cause: the resumed run goes on to the end.
     Path("answer.txt").write_text("all tests pass\n")
-    fixed = PersistentExecutor(make_loop(CHECK_AND_FIX)).resume_checked()
+    fixed = PersistentExecutor(guarded()).resume_checked()
     assert (fixed.terminated_by, fixed.iterations, fixed.final_state) == ("terminal", 7, "done")
     assert saved(loops_dir)["status"] == "completed"
     assert "stall_streaks" not in saved(loops_dir)  # a success clears the streak
 
 
 def test_resume_with_a_higher_threshold_continues(loops_dir: Path) -> None:
-    PersistentExecutor(make_loop(CHECK_AND_FIX)).run()
-    loop = make_loop(CHECK_AND_FIX, stall_threshold=5)
+    PersistentExecutor(guarded()).run()
+    loop = guarded(stall_threshold=5)
     result = PersistentExecutor(loop).resume_checked()
     assert (result.terminated_by, result.iterations) == ("stalled", 8)  # streak 3, 4, 5
+
+
+def test_a_streak_saved_before_the_progress_fields_still_resumes(loops_dir: Path) -> None:
+    """State files written before streaks kept `since`/`cycle`/`workspace` load, and the
+    saved streak goes on: nothing changed, so the re-run check stalls at once."""
+    PersistentExecutor(guarded()).run()
+    path = loops_dir / RUNNING_DIR / "demo.state.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    old_streak = {"verdict", "fingerprint", "count", "preview"}
+    data["stall_streaks"] = {
+        name: {key: value for key, value in streak.items() if key in old_streak}
+        for name, streak in data["stall_streaks"].items()
+    }
+    path.write_text(json.dumps(data), encoding="utf-8")
+    again = PersistentExecutor(guarded()).resume_checked()
+    assert (again.terminated_by, again.iterations) == ("stalled", 6)
+    assert again.error == STALL_MESSAGE.format(count=4)
 
 
 def test_visits_are_saved_and_restored_for_loops_that_limit_them(loops_dir: Path) -> None:

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from little_loops.fsm.run_guards import RunGuards, StepEnding, ending_text, visit_limit_message
+from unittest.mock import ANY
+
+from little_loops.fsm.run_guards import (
+    RunGuards,
+    Stall,
+    StepEnding,
+    ending_text,
+    visit_limit_message,
+)
 from little_loops.fsm.schema import FSMLoop, StateConfig
 
 
@@ -12,8 +20,22 @@ def guards(**top: object) -> RunGuards:
 
 
 def test_settings_come_from_the_loop() -> None:
-    assert guards().stall.threshold == 3
+    assert guards(stall_threshold=3).stall.threshold == 3
     assert guards(stall_threshold=0).stall.threshold == 0
+    assert guards(stall_threshold=5, on_handoff="continue").stall.threshold == 5
+    assert guards(stall_threshold=0, on_handoff="continue").stall.threshold == 0
+
+
+def test_the_stall_guard_is_off_unless_asked_for_as_in_the_reference() -> None:
+    """Faithful by default: the reference has no stall guard, so a loop that does not set
+    `stall_threshold` never stalls; an unattended (`on_handoff: continue`) loop gets 3."""
+    assert guards().stall.threshold == 0
+    assert guards(on_handoff="pause").stall.threshold == 0
+    assert guards(on_handoff="continue").stall.threshold == 3
+    run = guards()
+    silent_check = StepEnding("failure", "", ran_action=True, exit_code=1)
+    assert [run.note_ending("b", n, silent_check) for n in range(20)] == [None] * 20
+    assert run.stall.streaks == {}
 
 
 def test_may_enter_until_max_visits() -> None:
@@ -32,10 +54,34 @@ def test_next_states_neither_stall_nor_reset_a_streak() -> None:
     failing = StepEnding("failure", "same", ran_action=True, exit_code=1)
     assert run.note_ending("s", 1, failing) is None
     assert run.note_ending("s", 2, StepEnding(None, "anything", ran_action=True)) is None
-    assert run.note_ending("s", 3, failing) == (
+    stall = run.note_ending("s", 3, failing)
+    assert stall is not None
+    assert (stall.message, stall.recover_to) == (
         "state 's' ended with verdict 'failure' and the same output 2 times in a row; "
-        "it said:\n  | same"
+        "it said:\n  | same",
+        None,
     )
+
+
+def test_on_stall_is_followed_once_per_streak() -> None:
+    run = guards(stall_threshold=2, on_stall="recover")
+    failing = StepEnding("failure", "same", ran_action=True, exit_code=1)
+    assert run.note_ending("s", 1, failing) is None
+    first = run.note_ending("s", 2, failing)
+    assert first is not None and first.recover_to == "recover"
+    run.note_ending("recover", 3, StepEnding(None, "tried something", ran_action=True))
+    again = run.note_ending("s", 4, failing)
+    assert again is not None and again.recover_to is None
+
+
+def test_a_new_streak_after_a_recovery_may_recover_again() -> None:
+    run = guards(stall_threshold=2, on_stall="recover")
+    failing = StepEnding("failure", "same", ran_action=True, exit_code=1)
+    other = StepEnding("failure", "other", ran_action=True, exit_code=1)
+    run.note_ending("s", 1, failing)
+    assert run.note_ending("s", 2, failing) is not None
+    run.note_ending("s", 3, other)  # the recovery changed what `s` says
+    assert run.note_ending("s", 4, other) == Stall(ANY, "recover")
 
 
 def test_errors_without_a_message() -> None:

@@ -54,7 +54,8 @@ STATE_KEYS = (
 )
 LOOP_KEYS = (
     "name, initial, states, paradigm, context, scope, max_iterations, backoff, timeout, "
-    "maintain, llm, on_handoff, max_continuations, stall_threshold, checkpoint, logs_keep"
+    "maintain, llm, on_handoff, max_continuations, stall_threshold, checkpoint, logs_keep, "
+    "on_stall, progress_paths"
 )
 EVALUATE_KEYS = (
     "type, operator, target, tolerance, pattern, negate, path, prompt, schema, "
@@ -734,7 +735,7 @@ def test_paradigm_spec_keys_cover_each_paradigm() -> None:
     assert PARADIGM_SPEC_KEYS["goal"] == (
         "paradigm", "name", "goal", "tools", "max_iterations", "backoff", "timeout",
         "context", "scope", "llm", "on_handoff", "max_continuations", "stall_threshold",
-        "checkpoint", "logs_keep",
+        "checkpoint", "logs_keep", "progress_paths",
     )  # fmt: skip
     assert set(PARADIGM_SPEC_KEYS) == {"goal", "convergence", "invariants", "imperative"}
 
@@ -766,7 +767,8 @@ def test_paradigm_spec_unknown_and_badly_typed_keys() -> None:
     }
     allowed = (
         "paradigm, name, steps, until, max_iterations, backoff, timeout, context, scope, "
-        "llm, on_handoff, max_continuations, stall_threshold, checkpoint, logs_keep"
+        "llm, on_handoff, max_continuations, stall_threshold, checkpoint, logs_keep, "
+        "progress_paths"
     )
 
     assert messages(check_loop_mapping(spec)) == [
@@ -1114,7 +1116,7 @@ def test_load_loop_reports_shape_errors_of_paradigm_files(tmp_path: Path) -> Non
     assert [str(error) for error in caught.value.errors] == [
         "[ERROR] max_iteration: unknown key 'max_iteration' (allowed: paradigm, name, goal, "
         "tools, max_iterations, backoff, timeout, context, scope, llm, on_handoff, "
-        "max_continuations, stall_threshold, checkpoint, logs_keep)",
+        "max_continuations, stall_threshold, checkpoint, logs_keep, progress_paths)",
         "[ERROR] backoff: must be a number >= 0, got -1",
     ]
 

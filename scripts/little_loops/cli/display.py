@@ -135,7 +135,8 @@ class ProgressDisplay:
             write_line(f"{INDENT}{where} -> {event.get('to', '?')}")
             return
         spent = time.monotonic() - self._state_started
-        write_line(f"{INDENT}-> {event.get('to', '?')} ({spent:.1f}s)")
+        stalled = "stalled, on_stall " if event.get("reason") == "stalled" else ""
+        write_line(f"{INDENT}{stalled}-> {event.get('to', '?')} ({spent:.1f}s)")
 
     def _handoff(self, event: dict[str, Any]) -> None:
         self._finish_line()

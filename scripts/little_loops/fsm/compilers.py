@@ -7,11 +7,11 @@ Keys a compiler does not know are ignored here, like `from_dict` ignores them;
 `validation.check_loop_mapping` reports them for files.
 
 Besides the reference behaviour, every compiler carries the loop-level keys `context`,
-`scope`, `llm`, `on_handoff`, `max_continuations`, `stall_threshold` and `checkpoint` (as
-well as `max_iterations`, `backoff`, `timeout`), and the convergence paradigm accepts
-`direction` (`minimize` or `maximize`). The `fsm` pass-through raises `ValueError` rather
-than `KeyError` or `AttributeError` for a malformed loop. Null values of optional keys
-count as absent. `logs_keep` is carried as well.
+`scope`, `llm`, `on_handoff`, `max_continuations`, `stall_threshold`, `checkpoint`,
+`logs_keep` and `progress_paths` (as well as `max_iterations`, `backoff`, `timeout`), and
+the convergence paradigm accepts `direction` (`minimize` or `maximize`). The `fsm`
+pass-through raises `ValueError` rather than `KeyError` or `AttributeError` for a
+malformed loop. Null values of optional keys count as absent.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from little_loops.fsm.schema import (
     DEFAULT_MAX_CONTINUATIONS,
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_ON_HANDOFF,
-    DEFAULT_STALL_THRESHOLD,
     EvaluateConfig,
     FSMLoop,
     LLMConfig,
@@ -88,9 +87,12 @@ def _carried_fields(spec: dict[str, Any], paradigm: str) -> dict[str, Any]:
         "llm": LLMConfig.from_dict(llm),
         "on_handoff": _optional(spec, "on_handoff", DEFAULT_ON_HANDOFF),
         "max_continuations": _optional(spec, "max_continuations", DEFAULT_MAX_CONTINUATIONS),
-        "stall_threshold": _optional(spec, "stall_threshold", DEFAULT_STALL_THRESHOLD),
+        "stall_threshold": spec.get("stall_threshold"),
         "checkpoint": spec.get("checkpoint"),
         "logs_keep": spec.get("logs_keep"),
+        "progress_paths": list(
+            _require_string_list(_optional(spec, "progress_paths", []), f"{title} 'progress_paths'")
+        ),
     }
 
 

@@ -32,7 +32,12 @@ from little_loops.fsm.evaluation_step import evaluate_step
 from little_loops.fsm.handoff_flow import handle_handoff
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext
-from little_loops.fsm.routing_step import leave_over_visited, maintain_restart, route_after_step
+from little_loops.fsm.routing_step import (
+    leave_over_visited,
+    leave_stalled,
+    maintain_restart,
+    route_after_step,
+)
 from little_loops.fsm.run_events import (
     EventCallbackError,
     checkpoint_keys,
@@ -260,9 +265,9 @@ class FSMExecutor:
         handoff = step.signal_of("handoff")
         if step.action is not None:
             self._checkpoint("handoff" if handoff else "iteration")
-        stalled = self.guards.note_ending(self.current_state, self.iteration, step_ending(step))
-        if stalled is not None:
-            return self._finish("stalled", stalled)
+        stall = self.guards.note_ending(self.current_state, self.iteration, step_ending(step))
+        if stall is not None:
+            return leave_stalled(self, stall)
         if handoff is not None:
             return handle_handoff(self, handoff)
         return route_after_step(self, state, ctx, step)

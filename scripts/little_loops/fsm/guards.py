@@ -3,11 +3,14 @@
 Three small records, each serialisable so that a resumed run keeps its counters:
 
 - `StallGuard`: for each state, how many times in a row it ended the same way (the same
-  verdict and the same output `fingerprint`). When a streak reaches the threshold the
-  loop is stalled. Verdicts that mean "things are fine or improving" (`success`,
-  `target`, `progress`) never build a streak: a maintain loop re-checking a healthy
-  system is not stuck. The streaks are per state, so a `check -> fix -> check` cycle
-  whose check fails the same way each time is caught even though `fix` runs in between.
+  verdict and the same output `fingerprint`) while nothing else observable changed: the
+  endings of the states run in between are the same as in the previous round, and so is
+  the workspace fingerprint the caller passes (see `workspace`). When a streak reaches
+  the threshold the loop is stalled. Verdicts that mean "things are fine or improving"
+  (`success`, `target`, `progress`) never build a streak: a maintain loop re-checking a
+  healthy system is not stuck. The streaks are per state, so a `check -> fix -> check`
+  cycle whose check fails the same way each time is caught even though `fix` runs in
+  between, but a silent check whose fix changes files is making progress.
 - `VisitCounter`: how many times each state was entered (for `max_visits`).
 - `ErrorLog`: the last `ERROR_LOG_LIMIT` errors (error verdicts, `FATAL_ERROR` payloads,
   failed actions with the tail of their stderr), to report on the way out.
@@ -119,25 +122,67 @@ def first_lines(text: str, count: int = PREVIEW_LINES, width: int = PREVIEW_WIDT
 
 @dataclass
 class StallStreak:
-    """How one state has been ending lately: the same way `count` times in a row."""
+    """How one state has been ending lately: the same way `count` times in a row.
+
+    Also what the next round is compared with: `since`, a running hash of the endings of
+    the other states since this state last ended (None: this round took an unusual path,
+    through `on_stall` or a resume, so it is neither compared nor kept); `cycle`, that
+    hash for the previous round (None: no round to compare with yet); `workspace`, the
+    workspace fingerprint when this state last ended (None: not watched). `recovered` is
+    set once `on_stall` was followed for this streak. State files written before these
+    fields load with their defaults.
+    """
 
     verdict: str
     fingerprint: str
     count: int
     preview: str
+    since: str | None = ""
+    cycle: str | None = None
+    workspace: str | None = None
+    recovered: bool = False
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StallStreak:
+        cycle, workspace = data.get("cycle"), data.get("workspace")
+        since = data.get("since", "")
         return cls(
             verdict=str(data["verdict"]),
             fingerprint=str(data["fingerprint"]),
             count=int(data["count"]),
             preview=str(data.get("preview") or ""),
+            since=None if since is None else str(since),
+            cycle=None if cycle is None else str(cycle),
+            workspace=None if workspace is None else str(workspace),
+            recovered=data.get("recovered") is True,
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The four keys state files always had, and the others only when set."""
+        out = asdict(self)
+        for key, unset in (("since", ""), ("cycle", None), ("workspace", None)):
+            if out[key] == unset:
+                del out[key]
+        if not self.recovered:
+            del out["recovered"]
+        return out
+
+    def unchanged(self, workspace: str | None) -> bool:
+        """Whether the round that just ended changed nothing that can be observed."""
+        same_round = self.cycle is None or self.since is None or self.cycle == self.since
+        same_files = self.workspace is None or workspace is None or self.workspace == workspace
+        return same_round and same_files
+
+    def rebase(self) -> None:
+        """Neither compare nor keep the next round: the route back to this state will be an
+        unusual one (a recovery state runs, or a resume re-runs this state at once)."""
+        self.cycle = None
+        self.since = None
 
 
 class StallGuard:
-    """Per-state streaks of identical endings; a streak at `threshold` is a stall.
+    """Per-state streaks of identical endings with nothing changed in between; a streak at
+    `threshold` is a stall.
 
     A threshold of 0 turns the guard off.
     """
@@ -147,21 +192,34 @@ class StallGuard:
         self.streaks: dict[str, StallStreak] = {}
 
     def observe(
-        self, state: str, verdict: str, digest: str, preview: str = ""
+        self,
+        state: str,
+        verdict: str,
+        digest: str,
+        preview: str = "",
+        *,
+        workspace: str | None = None,
     ) -> StallStreak | None:
-        """Record that `state` ended with `verdict` and output fingerprint `digest`.
+        """Record that `state` ended with `verdict` and output fingerprint `digest`, with
+        the workspace fingerprint `workspace`.
 
-        Returns the streak when it has just reached the threshold (the loop is stalled).
+        Returns the streak when it has reached the threshold (the loop is stalled).
         """
         if not self.counts(verdict):
             self.forget(state)
+            self.pass_by(state, verdict, digest)
             return None
+        self.pass_by(state, verdict, digest)
         streak = self.streaks.get(state)
-        if streak is not None and (streak.verdict, streak.fingerprint) == (verdict, digest):
-            streak.count += 1
-        else:
-            streak = StallStreak(verdict, digest, 1, preview)
+        if streak is None or (streak.verdict, streak.fingerprint) != (verdict, digest):
+            streak = StallStreak(verdict, digest, 1, preview, workspace=workspace)
             self.streaks[state] = streak
+        else:
+            if streak.unchanged(workspace):
+                streak.count += 1
+            else:  # the same ending, but something moved: a new streak starts here
+                streak.count, streak.recovered = 1, False
+            streak.cycle, streak.since, streak.workspace = streak.since, "", workspace
         return streak if streak.count >= self.threshold else None
 
     def counts(self, verdict: str) -> bool:
@@ -171,26 +229,50 @@ class StallGuard:
     def forget(self, state: str) -> None:
         self.streaks.pop(state, None)
 
+    def watches_others(self, state: str) -> bool:
+        """Whether the ending of `state` matters to another state's streak."""
+        return any(name != state for name in self.streaks)
+
+    def pass_by(self, state: str, verdict: str | None, digest: str) -> None:
+        """Note how `state` ended in the rounds of the other states' streaks."""
+        step = f"{state}\0{verdict or ''}\0{digest}"
+        for name, streak in self.streaks.items():
+            if name != state and streak.since is not None:
+                streak.since = _chain(streak.since, step)
+
     def observe_ending(
-        self, state: str, verdict: str, output: str, payload: str | None = None
+        self,
+        state: str,
+        verdict: str,
+        output: str,
+        payload: str | None = None,
+        *,
+        workspace: str | None = None,
     ) -> StallStreak | None:
         """`observe` for an ending given as text (see `fingerprint`).
 
-        The fingerprint is only computed for endings that can count, so a healthy run
-        (or a guard turned off) costs no hashing.
+        The fingerprint is only computed when it can matter, so a healthy run (or a guard
+        turned off) costs no hashing.
         """
-        if not self.counts(verdict):
+        if not self.counts(verdict) and not self.watches_others(state):
             self.forget(state)
             return None
         digest = fingerprint(output, verdict, payload)
-        return self.observe(state, verdict, digest, first_lines(payload or output))
+        preview = first_lines(payload or output)
+        return self.observe(state, verdict, digest, preview, workspace=workspace)
 
     def to_dict(self) -> dict[str, Any]:
-        return {state: asdict(streak) for state, streak in self.streaks.items()}
+        return {state: streak.to_dict() for state, streak in self.streaks.items()}
 
     def restore(self, data: dict[str, Any]) -> None:
         """Take back the streaks `to_dict` saved (the threshold comes from the loop)."""
         self.streaks = {state: StallStreak.from_dict(item) for state, item in data.items()}
+
+
+def _chain(previous: str, step: str) -> str:
+    return hashlib.sha256(f"{previous}\0{step}".encode("utf-8", "backslashreplace")).hexdigest()[
+        :16
+    ]
 
 
 def stall_message(state: str, streak: StallStreak) -> str:
@@ -325,10 +407,20 @@ def is_visit_map(value: object) -> bool:
 
 
 def is_streak_map(value: object) -> bool:
-    """Saved `StallGuard` streaks: state name -> {verdict, fingerprint, count[, preview]}."""
+    """Saved `StallGuard` streaks: state name -> {verdict, fingerprint, count[, preview,
+    since, cycle, workspace, recovered]} (the bracketed keys may be missing)."""
     if not isinstance(value, dict):
         return False
-    fields: _FieldTypes = {"verdict": str, "fingerprint": str, "preview": (str, type(None))}
+    optional_text = (str, type(None))
+    fields: _FieldTypes = {
+        "verdict": str,
+        "fingerprint": str,
+        "preview": optional_text,
+        "since": optional_text,
+        "cycle": optional_text,
+        "workspace": optional_text,
+        "recovered": (bool, type(None)),
+    }
     items = value.values()
     return all(_has(item, fields) and _is_count(item.get("count")) for item in items)
 

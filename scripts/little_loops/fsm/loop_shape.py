@@ -146,6 +146,8 @@ _LOOP_CHECKS: dict[str, FieldCheck] = {
     "stall_threshold": scalar(check_non_negative_int),
     "checkpoint": scalar(nullable(one_of("checkpoint kind", CHECKPOINT_KINDS))),
     "logs_keep": scalar(nullable(check_non_negative_int)),
+    "on_stall": _optional_string,
+    "progress_paths": check_string_list,
 }
 
 

@@ -43,6 +43,7 @@ COMMON_SPEC_KEYS = (
     "stall_threshold",
     "checkpoint",
     "logs_keep",
+    "progress_paths",
 )
 PARADIGM_SPEC_KEYS: dict[str, tuple[str, ...]] = {
     "goal": ("paradigm", "name", "goal", "tools", *COMMON_SPEC_KEYS),

@@ -204,6 +204,7 @@ class PersistentExecutor:
         )
         log_dir = self._executor.log_dir
         self._log_retention = LogRetention(log_dir, logs_keep) if log_dir and logs_keep else None
+        self._executor.guards.loops_dir = self.persistence.loops_dir
         self._last_result: dict[str, Any] | None = None
         self._continuation_prompt: str | None = None
         self._resumed_at: str | None = None

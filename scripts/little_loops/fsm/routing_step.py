@@ -1,5 +1,5 @@
 """Moving the run to its next state: after a verdict, away from a state that used up
-`max_visits`, and back to the start in maintain mode.
+`max_visits` or stalled (`on_stall`), and back to the start in maintain mode.
 
 Each function resolves the target (see `routing`), emits the `route` event and sets the
 executor's `current_state`, or finishes the run when there is no route, the target cannot
@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.routing import RoutingError, choose_target, no_route_message, resolve_target
-from little_loops.fsm.run_guards import visit_limit_message
+from little_loops.fsm.run_guards import Stall, visit_limit_message
 from little_loops.fsm.schema import StateConfig
 from little_loops.fsm.step_result import Step
 
 if TYPE_CHECKING:
     from little_loops.fsm.executor import ExecutionResult, FSMExecutor
 
-__all__ = ["leave_over_visited", "maintain_restart", "route_after_step"]
+__all__ = ["leave_over_visited", "leave_stalled", "maintain_restart", "route_after_step"]
 
 
 def route_after_step(
@@ -62,6 +62,19 @@ def leave_over_visited(ex: FSMExecutor, state: StateConfig) -> ExecutionResult |
     except RoutingError as exc:
         return ex._finish("error", str(exc))
     ex._emit("route", **{"from": name, "to": target, "reason": "max_visits"})
+    ex.current_state = target
+    return None
+
+
+def leave_stalled(ex: FSMExecutor, stall: Stall) -> ExecutionResult | None:
+    """A stalled state: go to the loop's `on_stall` state once per streak, or stop."""
+    if stall.recover_to is None:
+        return ex._finish("stalled", stall.message)
+    try:
+        target = _resolve(ex, stall.recover_to, ex._context())
+    except RoutingError as exc:
+        return ex._finish("error", str(exc))
+    ex._emit("route", **{"from": ex.current_state, "to": target, "reason": "stalled"})
     ex.current_state = target
     return None
 

@@ -238,12 +238,29 @@ class FSMLoop:
     llm: LLMConfig = field(default_factory=LLMConfig)
     on_handoff: str = DEFAULT_ON_HANDOFF
     max_continuations: int = DEFAULT_MAX_CONTINUATIONS
-    # Additions (loop guards): identical endings of a state in a row that stop the run as
-    # stalled (0: never), and `"git"` to commit the work after each iteration and handoff.
-    stall_threshold: int = DEFAULT_STALL_THRESHOLD
+    # Additions (loop guards): identical endings of a state in a row, with nothing else
+    # changed, that stop the run as stalled (0: never; None: not set, see
+    # `effective_stall_threshold`), and `"git"` to commit the work after each iteration
+    # and handoff.
+    stall_threshold: int | None = None
     checkpoint: str | None = None
     # Addition: how many actions' logs a run keeps (None: DEFAULT_LOGS_KEEP; 0: none).
     logs_keep: int | None = None
+    # Additions (stall guard): the state a stall routes to once per streak instead of
+    # ending the run, and the files or globs whose changes count as progress.
+    on_stall: str | None = None
+    progress_paths: list[str] = field(default_factory=list)
+
+    def effective_stall_threshold(self) -> int:
+        """The stall threshold in force: the loop's own, else 3 for unattended loops.
+
+        Faithful by default: an ordinary loop that does not ask for the guard runs as it
+        did in the reference; a loop that continues its handoffs by itself
+        (`on_handoff: continue`) has nobody watching, so it gets the guard.
+        """
+        if self.stall_threshold is not None:
+            return self.stall_threshold
+        return DEFAULT_STALL_THRESHOLD if self.on_handoff == "continue" else 0
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -269,10 +286,12 @@ class FSMLoop:
             out["llm"] = llm
         if self.max_continuations != DEFAULT_MAX_CONTINUATIONS:
             out["max_continuations"] = self.max_continuations
-        if self.stall_threshold != DEFAULT_STALL_THRESHOLD:
-            out["stall_threshold"] = self.stall_threshold
+        _put_if_set(out, "stall_threshold", self.stall_threshold)
         _put_if_set(out, "checkpoint", self.checkpoint)
         _put_if_set(out, "logs_keep", self.logs_keep)
+        _put_if_set(out, "on_stall", self.on_stall)
+        if self.progress_paths:
+            out["progress_paths"] = self.progress_paths
         return out
 
     @classmethod
@@ -294,9 +313,11 @@ class FSMLoop:
             llm=LLMConfig.from_dict(data["llm"]) if "llm" in data else LLMConfig(),
             on_handoff=data.get("on_handoff", DEFAULT_ON_HANDOFF),
             max_continuations=data.get("max_continuations", DEFAULT_MAX_CONTINUATIONS),
-            stall_threshold=data.get("stall_threshold", DEFAULT_STALL_THRESHOLD),
+            stall_threshold=data.get("stall_threshold"),
             checkpoint=data.get("checkpoint"),
             logs_keep=data.get("logs_keep"),
+            on_stall=data.get("on_stall"),
+            progress_paths=data.get("progress_paths", []),
         )
 
     def get_all_state_names(self) -> set[str]:
@@ -307,6 +328,8 @@ class FSMLoop:
 
     def get_all_referenced_states(self) -> set[str]:
         referenced = {self.initial}
+        if self.on_stall is not None:
+            referenced.add(self.on_stall)
         for state in self.states.values():
             referenced |= state.get_referenced_states()
         return referenced

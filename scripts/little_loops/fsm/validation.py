@@ -179,9 +179,27 @@ def _visit_limit_errors(name: str, state: StateConfig) -> list[ValidationError]:
     return []
 
 
+def _stall_route_findings(fsm: FSMLoop) -> list[ValidationError]:
+    """`on_stall` must name a state, and does nothing while the stall guard is off."""
+    target = fsm.on_stall
+    if target is None:
+        return []
+    if not _is_resolved_at_run_time(target) and target not in fsm.states:
+        defined = ", ".join(fsm.states)
+        message = f"References unknown state '{target}' (states are: {defined})"
+        return [ValidationError(message, "on_stall")]
+    if fsm.effective_stall_threshold() == 0:
+        message = "on_stall has no effect while the stall guard is off (set stall_threshold)"
+        return [ValidationError(message, "on_stall", ValidationSeverity.WARNING)]
+    return []
+
+
 def _reachable_states(fsm: FSMLoop) -> set[str]:
     reachable: set[str] = set()
     queue = deque([fsm.initial])
+    if fsm.on_stall is not None and not _is_resolved_at_run_time(fsm.on_stall):
+        # A stall can happen in any state, so the recovery state is an edge from all.
+        queue.append(fsm.on_stall)
     while queue:
         name = queue.popleft()
         if name in reachable or name not in fsm.states:
@@ -220,6 +238,7 @@ def validate_fsm(fsm: FSMLoop) -> list[ValidationError]:
             findings.extend(_evaluator_errors(state.evaluate, f"states.{name}.evaluate"))
         findings.extend(_transition_errors(name, state))
         findings.extend(_visit_limit_errors(name, state))
+    findings.extend(_stall_route_findings(fsm))
     findings.extend(_unreachable_warnings(fsm))
     return findings
 
