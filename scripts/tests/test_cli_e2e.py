@@ -287,5 +287,5 @@ def test_slash_command_without_claude_fails_with_the_reason(tmp_path: Path) -> N
         f"Loop failed: ask (1 iteration, Ns) - {reason}\n",
     )
     assert normalize(done.stdout).endswith(
-        f"[1/50] ask -> /ll:check_code types\n       ! {reason}\n       ✗ error - {reason}\n\n"
+        f"[1/50] ask -> /ll:check_code types\n       ✗ error - {reason}\n\n"
     )
