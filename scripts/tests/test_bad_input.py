@@ -198,7 +198,7 @@ def test_a_missing_command_fails_the_run_with_the_reason(
         "Max iterations: 50\n"
         "\n"
         "[1/50] work -> no-such-command-x\n"
-        "       ✗ error\n"
+        "       ✗ error - exit code 127: bash: line 1: no-such-command-x: command not found\n"
         "\n",
     )
     assert err.splitlines()[0] == (

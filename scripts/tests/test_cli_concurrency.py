@@ -173,8 +173,6 @@ def test_overlapping_scope_refuses_then_queues_until_the_other_ends(
     assert alpha.join()[0] == 130
     assert queued.join() == (
         0,
-        "[T] Loop beta waits for running loop alpha (pid N), which shares scope 'src/lib' "
-        "(Ctrl-C to give up)\n"
         "Running loop: beta\n"
         "Max iterations: 50\n"
         "\n"
@@ -182,7 +180,8 @@ def test_overlapping_scope_refuses_then_queues_until_the_other_ends(
         "       -> done (Ns)\n"
         "\n"
         "Loop completed: done (1 iteration, Ns)\n",
-        "",
+        "[T] Loop beta waits for running loop alpha (pid N), which shares scope 'src/lib' "
+        "(Ctrl-C to give up)\n",
     )
 
 
@@ -198,8 +197,12 @@ def test_ctrl_c_while_queued_gives_up_without_files(
     time.sleep(0.2)
     os.killpg(queued.pid, signal.SIGINT)
     code, out, err = queued.join()
-    assert (code, err) == (130, "ll-loop: interrupted\n")
-    assert out.startswith("[T] Loop beta waits for running loop alpha (pid N)")
+    assert (code, out) == (130, "")
+    assert err == (
+        "[T] Loop beta waits for running loop alpha (pid N), which shares scope 'src' "
+        "(Ctrl-C to give up)\n"
+        "ll-loop: interrupted\n"
+    )
     assert not (_running(tmp_path) / "beta.state.json").exists()
     assert not (_running(tmp_path) / "beta.events.jsonl").exists()
     assert locking.read_holder(_running(tmp_path), "beta") is None

@@ -356,8 +356,7 @@ def test_outputs_in_the_state_file_are_capped(loops_dir: Path) -> None:
     saved = saved_state(loops_dir)["captured"]["out"]
     log = ".loops/.running/demo.logs/1-big.log"
     assert (
-        saved["output"]
-        == f"[... {cut} bytes truncated; full output in {log} ...]\n" + (full[cut:])
+        saved["output"] == f"[... {cut} bytes truncated; full output in {log} ...]\n" + (full[cut:])
     )
     assert saved["log_path"] == log
     assert saved["stderr"] == ""
