@@ -188,8 +188,9 @@ def _add_state_commands(sub: Subparsers) -> None:
         default=50,
         help="show the last N events (default 50; 0: all)",
     )
-    history.add_argument("--json", action="store_true", help="print the events as a JSON array")
-    history.add_argument("--jsonl", action="store_true", help="print one JSON event per line")
+    as_json = history.add_mutually_exclusive_group()
+    as_json.add_argument("--json", action="store_true", help="print the events as a JSON array")
+    as_json.add_argument("--jsonl", action="store_true", help="print one JSON event per line")
 
 
 # --- dispatch --------------------------------------------------------------------------
