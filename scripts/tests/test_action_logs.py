@@ -151,7 +151,7 @@ def test_a_persistent_run_logs_under_running_and_the_state_points_there(in_tmp: 
     kept = state["captured"]["talk"]["output"]
     relative = ".loops/.running/demo.logs/1-talk.log"
     cut = len(log.read_text()) - 16 * 1024
-    marker = f"[... {cut} characters truncated; full output in {relative} ...]\n"
+    marker = f"[... {cut} bytes truncated; full output in {relative} ...]\n"
     assert kept == marker + log.read_text()[cut:]
     assert state["captured"]["talk"]["log_path"] == relative
     assert state["prev_result"]["log_path"] == relative

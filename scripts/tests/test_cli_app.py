@@ -79,7 +79,7 @@ def test_help_and_version_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
             ["history", "x", "-n", "-1"],
             "ll-loop history: error: argument -n/--tail: must not be negative, got -1",
         ),
-        (["x", "--frobnicate"], "ll-loop: error: unrecognized arguments: --frobnicate"),
+        (["x", "--frobnicate"], "ll-loop run: error: unrecognized arguments: --frobnicate"),
         (["status"], "ll-loop status: error: the following arguments are required: loop"),
     ],
 )

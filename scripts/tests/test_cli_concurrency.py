@@ -173,8 +173,6 @@ def test_overlapping_scope_refuses_then_queues_until_the_other_ends(
     assert alpha.join()[0] == 130
     assert queued.join() == (
         0,
-        "[T] Loop beta waits for running loop alpha (pid N), which shares scope 'src/lib' "
-        "(Ctrl-C to give up)\n"
         "Running loop: beta\n"
         "Max iterations: 50\n"
         "\n"
@@ -182,7 +180,8 @@ def test_overlapping_scope_refuses_then_queues_until_the_other_ends(
         "       -> done (Ns)\n"
         "\n"
         "Loop completed: done (1 iteration, Ns)\n",
-        "",
+        "[T] Loop beta waits for running loop alpha (pid N), which shares scope 'src/lib' "
+        "(Ctrl-C to give up)\n",
     )
 
 
@@ -198,8 +197,12 @@ def test_ctrl_c_while_queued_gives_up_without_files(
     time.sleep(0.2)
     os.killpg(queued.pid, signal.SIGINT)
     code, out, err = queued.join()
-    assert (code, err) == (130, "ll-loop: interrupted\n")
-    assert out.startswith("[T] Loop beta waits for running loop alpha (pid N)")
+    assert (code, out) == (130, "")
+    assert err == (
+        "[T] Loop beta waits for running loop alpha (pid N), which shares scope 'src' "
+        "(Ctrl-C to give up)\n"
+        "ll-loop: interrupted\n"
+    )
     assert not (_running(tmp_path) / "beta.state.json").exists()
     assert not (_running(tmp_path) / "beta.events.jsonl").exists()
     assert locking.read_holder(_running(tmp_path), "beta") is None
@@ -252,8 +255,9 @@ def test_resume_of_a_handed_off_loop_waits_for_the_lock(tmp_path: Path) -> None:
     holder = _hold_lock(tmp_path, "handoff", 0.8)
     resumed = run_cli(tmp_path, "resume", "handoff")
     assert resumed.returncode == 0
+    waiting = "[T] Loop handoff is still held (pid N); waiting up to 15s\n"
+    assert normalize(resumed.stderr) == waiting
     assert normalize(resumed.stdout).startswith(
-        "[T] Loop handoff is still held (pid N); waiting up to 15s\n"
         "Resuming loop 'handoff' from state 'step' (iteration 1)\n"
     )
     assert holder.wait() == 0
@@ -333,10 +337,9 @@ def test_stop_kills_a_runner_that_does_not_react_and_its_actions(
     os.kill(runner.pid, signal.SIGSTOP)  # it cannot handle SIGTERM any more
     assert cli_in_process(capsys, "stop", "family") == (
         0,
-        "[T] pid N still running after 0s; killing it\n"
         "[T] Stopped family at state 'work' (iteration 1, pid N)\n"
         "Resume with: ll-loop resume family\n",
-        "",
+        "[T] pid N still running after 0s; killing it\n",
     )
     assert runner.join()[0] == -signal.SIGKILL
     _wait_until(lambda: _ended(action) and _ended(child), "the action's processes to end", 5)
@@ -481,10 +484,9 @@ def test_a_session_ignoring_sigterm_is_killed(
     time.sleep(0.3)  # let it reach its waiting loop (and its trap)
     assert cli_in_process(capsys, "stop", "stubborn") == (
         0,
-        "[T] session (pid N) still running after 0s; killing it\n"
         "[T] Stopped the session continuing stubborn after its handoff (pid N)\n"
         "Resume with: ll-loop resume stubborn\n",
-        "",
+        "[T] session (pid N) still running after 0s; killing it\n",
     )
     _wait_until(lambda: _ended(session), "the session to end", 5)
     assert _state(tmp_path, "stubborn")["status"] == "awaiting_continuation"

@@ -82,7 +82,7 @@ def test_full_run(tmp_path: Path) -> None:
     )
     assert _status(tmp_path, "simple") == "completed"
     history = run_cli(tmp_path, "history", "simple", "--json")
-    events = [json.loads(line)["event"] for line in history.stdout.splitlines()]
+    events = [event["event"] for event in json.loads(history.stdout)]
     assert events == [
         "loop_start",
         "state_enter",
@@ -188,7 +188,7 @@ def test_ctrl_c_interrupts_with_exit_130(tmp_path: Path) -> None:
     )
     assert _status(tmp_path, "slow") == "interrupted"
     assert run_cli(tmp_path, "list", "--running").stdout == (
-        "Running loops:\n  slow: work (iteration 1) - interrupted\n"
+        "Unfinished runs:\n  slow: work (iteration 1) - interrupted\n"
     )
 
 
@@ -287,5 +287,5 @@ def test_slash_command_without_claude_fails_with_the_reason(tmp_path: Path) -> N
         f"Loop failed: ask (1 iteration, Ns) - {reason}\n",
     )
     assert normalize(done.stdout).endswith(
-        f"[1/50] ask -> /ll:check_code types\n       ! {reason}\n       ✗ error - {reason}\n\n"
+        f"[1/50] ask -> /ll:check_code types\n       ✗ error - {reason}\n\n"
     )

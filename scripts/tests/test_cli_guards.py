@@ -102,7 +102,8 @@ def test_a_stalled_run_says_why_and_how_to_go_on() -> None:
 
 
 def test_the_summary_ends_with_the_last_five_errors() -> None:
-    errors = [error(n, stderr_tail="1\n2\n3\n4") for n in range(1, 8)]
+    # Different first lines: the same error repeated would be listed once, with a count.
+    errors = [error(n, stderr_tail=f"{n}\n2\n3\n4") for n in range(1, 8)]
     result = ExecutionResult("done", 9, "terminal", 1000, {}, errors=errors)
     summary = summarize(result, fsm(), "demo")
     assert summary.is_problem is False
@@ -120,7 +121,8 @@ def test_the_summary_ends_with_the_last_five_errors() -> None:
 
 
 def test_status_lists_the_last_ten_errors_with_whole_tails() -> None:
-    errors = [error(n, stderr_tail="\n".join(str(i) for i in range(20))) for n in range(1, 13)]
+    tail = "\n".join(str(i) for i in range(1, 20))
+    errors = [error(n, stderr_tail=f"run {n}\n{tail}") for n in range(1, 13)]
     state = LoopState(
         loop_name="demo",
         current_state="check",

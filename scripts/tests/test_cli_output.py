@@ -27,7 +27,7 @@ def _messages(text: str) -> list[str]:
     return [match.group(1) for match in matches if match]
 
 
-def test_success_and_warning_go_to_stdout_errors_to_stderr(
+def test_success_goes_to_stdout_warnings_and_errors_to_stderr(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     logger = Logger()
@@ -35,8 +35,8 @@ def test_success_and_warning_go_to_stdout_errors_to_stderr(
     logger.warning("careful")
     logger.error("broken")
     out, err = capsys.readouterr()
-    assert _messages(out) == ["all good", "careful"]
-    assert _messages(err) == ["broken"]
+    assert _messages(out) == ["all good"]
+    assert _messages(err) == ["careful", "broken"]
 
 
 def test_quiet_hides_everything_but_errors(capsys: pytest.CaptureFixture[str]) -> None:

@@ -96,7 +96,7 @@ def test_error_exits_1_with_the_reason_on_stderr(
     write_loop(tmp_path, "erroring", ERROR_LOOP)
     code, out, err = cli_in_process(capsys, "erroring")
     assert code == 1
-    assert out.endswith("[1/50] check -> exit 3\n       ✗ error\n\n")
+    assert out.endswith("[1/50] check -> exit 3\n       ✗ error - exit code 3\n\n")
     assert err == (
         "Loop failed: check (1 iteration, Ns) - "
         "No valid transition for verdict 'error' in state 'check'\n"
@@ -206,7 +206,9 @@ def test_resume_past_max_continuations_needs_a_higher_limit(
 def test_max_continuations_is_a_resume_flag_only(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = cli_in_process(capsys, "run", "x", "--max-continuations", "2")
     assert code == 2
-    assert err.splitlines()[-1] == "ll-loop: error: unrecognized arguments: --max-continuations 2"
+    assert (
+        err.splitlines()[-1] == "ll-loop run: error: unrecognized arguments: --max-continuations 2"
+    )
 
 
 def test_resume_refuses_a_finished_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -131,10 +131,9 @@ def test_runner_ignoring_sigterm_is_killed(
     save_state("stubborn", "running", pid=stubborn.pid)
     assert _stop(capsys, "stubborn") == (
         0,
-        "[T] pid N still running after 0s; killing it\n"
         "[T] Stopped stubborn at state 'work' (iteration 2, pid N)\n"
         "Resume with: ll-loop resume stubborn\n",
-        "",
+        "[T] pid N still running after 0s; killing it\n",
     )
     reaper.join()
     assert _saved("stubborn")["status"] == "interrupted"

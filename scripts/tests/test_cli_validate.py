@@ -31,18 +31,19 @@ def test_name_differing_from_the_file_stem_is_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_loop(tmp_path, "alias", SIMPLE_LOOP.replace("name: simple", "name: aliased"))
-    code, out, _ = _validate(capsys, "alias")
+    code, _, err = _validate(capsys, "alias")
     assert code == 0
-    assert out.splitlines()[-1] == (
+    assert err == (
         "[T] loop name 'aliased' differs from the file name 'alias': "
-        "its state and history are kept under 'aliased'"
+        "its state and history are kept under 'aliased'\n"
     )
 
 
 def test_unreachable_state_warning_goes_to_stderr_bare(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    write_loop(tmp_path, "island", SIMPLE_LOOP + "  island:\n    terminal: true\n")
+    island = SIMPLE_LOOP.replace("name: simple", "name: island")
+    write_loop(tmp_path, "island", island + "  island:\n    terminal: true\n")
     code, _, err = _validate(capsys, "island")
     assert code == 0
     assert err == "[WARNING] states.island: State is not reachable from initial state\n"

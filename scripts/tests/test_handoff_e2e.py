@@ -179,7 +179,7 @@ def test_pause_status_list_resume_completed(tmp_path: Path) -> None:
     assert out.splitlines()[-1] == "Continuation context: carry on with part 2"
     assert project.ll_loop("list", "--running") == (
         0,
-        "Running loops:\n  paused: step (iteration 1) - awaiting_continuation\n",
+        "Unfinished runs:\n  paused: step (iteration 1) - awaiting_continuation\n",
         "",
     )
 

@@ -319,22 +319,14 @@ def test_a_loop_failing_the_same_way_stalls_and_resumes_with_its_counters(
         "  | T FAILED test_login\n"
         "Resume with: ll-loop resume stuck\n"
         "Errors during the run (3):\n"
-        "  iteration 1, check: action failed: exit code 1\n"
-        "    | AssertionError: 500\n"
-        "  iteration 3, check: action failed: exit code 1\n"
-        "    | AssertionError: 500\n"
-        "  iteration 5, check: action failed: exit code 1\n"
+        "  iterations 1 to 5, check: action failed: exit code 1 (3 times)\n"
         "    | AssertionError: 500\n"
     )
     status = ll_loop(project, "status", "stuck")
     assert "Status: stalled\n" in status.stdout
     assert status.stdout.endswith(
         "Errors during the run (3):\n"
-        "  iteration 1, check: action failed: exit code 1\n"
-        "    | AssertionError: 500\n"
-        "  iteration 3, check: action failed: exit code 1\n"
-        "    | AssertionError: 500\n"
-        "  iteration 5, check: action failed: exit code 1\n"
+        "  iterations 1 to 5, check: action failed: exit code 1 (3 times)\n"
         "    | AssertionError: 500\n"
     )
     listed = ll_loop(project, "list", "--running")

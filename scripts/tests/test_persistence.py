@@ -356,8 +356,7 @@ def test_outputs_in_the_state_file_are_capped(loops_dir: Path) -> None:
     saved = saved_state(loops_dir)["captured"]["out"]
     log = ".loops/.running/demo.logs/1-big.log"
     assert (
-        saved["output"]
-        == f"[... {cut} characters truncated; full output in {log} ...]\n" + (full[cut:])
+        saved["output"] == f"[... {cut} bytes truncated; full output in {log} ...]\n" + (full[cut:])
     )
     assert saved["log_path"] == log
     assert saved["stderr"] == ""
@@ -365,7 +364,7 @@ def test_outputs_in_the_state_file_are_capped(loops_dir: Path) -> None:
 
 def test_cap_output_keeps_short_text_whole() -> None:
     assert cap_output("abc", cap=3) == "abc"
-    assert cap_output("abcd", cap=3) == "[... 1 characters truncated ...]\nbcd"
+    assert cap_output("abcd", cap=3) == "[... 1 bytes truncated ...]\nbcd"
 
 
 def test_run_clears_the_previous_run_files(loops_dir: Path) -> None:

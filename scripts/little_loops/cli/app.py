@@ -137,6 +137,9 @@ def _add_running_commands(sub: Subparsers) -> None:
     run.add_argument("-b", "--background", action="store_true", help="run detached, log to file")
     resume = _documented_parser(sub, "resume", "continue a paused or interrupted loop")
     _add_run_options(resume)
+    resume.add_argument(
+        "-b", "--background", action="store_true", help="resume detached, log to file"
+    )
     # Only on `resume`: on `run` it would make the documented `--max 3` ambiguous.
     resume.add_argument(
         "--max-continuations",
@@ -160,8 +163,12 @@ def _add_file_commands(sub: Subparsers) -> None:
     compile_parser = sub.add_parser("compile", help="compile a paradigm file to FSM YAML")
     compile_parser.add_argument("input", help="paradigm YAML file (a path)")
     compile_parser.add_argument("-o", "--output", help="output file (default: <input>.fsm.yaml)")
-    list_parser = sub.add_parser("list", help="list loops, or saved runs with --running")
-    list_parser.add_argument("--running", action="store_true", help="list unfinished runs")
+    list_parser = sub.add_parser("list", help="list loops, or unfinished runs with --running")
+    list_parser.add_argument(
+        "--running",
+        action="store_true",
+        help="list unfinished runs (running, paused, interrupted, stalled)",
+    )
     list_parser.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -175,9 +182,15 @@ def _add_state_commands(sub: Subparsers) -> None:
     history = sub.add_parser("history", help="show the events of the latest run")
     history.add_argument("loop", help=where)
     history.add_argument(
-        "-n", "--tail", type=_not_negative, default=50, help="show the last N events (default 50)"
+        "-n",
+        "--tail",
+        type=_not_negative,
+        default=50,
+        help="show the last N events (default 50; 0: all)",
     )
-    history.add_argument("--json", action="store_true", help="print raw JSON lines")
+    as_json = history.add_mutually_exclusive_group()
+    as_json.add_argument("--json", action="store_true", help="print the events as a JSON array")
+    as_json.add_argument("--jsonl", action="store_true", help="print one JSON event per line")
 
 
 # --- dispatch --------------------------------------------------------------------------
@@ -209,7 +222,8 @@ def _run(a: argparse.Namespace) -> int:
 def _resume(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_run import resume_command
 
-    return resume_command(a.loop, _run_options(a))
+    _check_running_dir()
+    return resume_command(a.loop, _run_options(a), background=a.background)
 
 
 def _validate(a: argparse.Namespace) -> int:
@@ -227,25 +241,38 @@ def _compile(a: argparse.Namespace) -> int:
 def _list(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_inspect import list_command
 
+    if a.running:
+        _check_running_dir()
     return list_command(running=a.running, as_json=a.json)
 
 
 def _status(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_inspect import status_command
 
+    _check_running_dir()
     return status_command(a.loop, as_json=a.json)
 
 
 def _stop(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_stop import stop_command
 
+    _check_running_dir()
     return stop_command(a.loop)
 
 
 def _history(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_inspect import history_command
 
-    return history_command(a.loop, tail=a.tail, as_json=a.json)
+    _check_running_dir()
+    return history_command(a.loop, tail=a.tail, as_json=a.json, as_jsonl=a.jsonl)
+
+
+def _check_running_dir() -> None:
+    """`.loops/.running/` unusable: the line `run` gives, not a crash or "no state"."""
+    from little_loops.cli.resolve import LOOPS_DIR
+    from little_loops.cli.running_dir import check_running_dir
+
+    check_running_dir(LOOPS_DIR)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -261,9 +288,16 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
-    """The parsed arguments, or the exit code argparse chose (help: 0, usage error: 2)."""
+    """The parsed arguments, or the exit code argparse chose (help: 0, usage error: 2).
+
+    An unknown flag is reported with the usage of the subcommand it was given to.
+    """
     try:
-        return parser.parse_args(argv)
+        parsed, extra = parser.parse_known_args(argv)
+        if extra:
+            subparser = subcommand_parser(parser, parsed.command)
+            subparser.error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else USAGE
         if code == USAGE and argv and argv[0] in SUBCOMMANDS:
@@ -279,11 +313,38 @@ def _hint_shadowed_loop(word: str) -> None:
         write_error_line(f"ll-loop: did you mean 'll-loop run {word}'? ({path} exists)")
 
 
+def subcommand_parser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The parser of subcommand `name` (its usage is what a mistake in it should show)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen: argparse.ArgumentParser = action.choices[name]
+            return chosen
+    raise KeyError(name)  # pragma: no cover - build_parser always adds the subcommands
+
+
+def _refuse_misspelt_command(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """`ll-loop stauts x`: a word close to a command that names no loop is a typo (exit 2).
+
+    Any other word is a loop name (`ll-loop <loop>` means `ll-loop run <loop>`).
+    """
+    if not argv or argv[0] in SUBCOMMANDS or argv[0].startswith("-"):
+        return  # a command or a flag: nothing to import for (`--help` stays light)
+    from little_loops.cli.command_typos import misspelt_command
+
+    nearest = misspelt_command(argv[0], SUBCOMMANDS)
+    if nearest is not None:
+        parser.error(f"unknown command '{argv[0]}' (did you mean '{nearest}'?)")
+
+
 def _dispatch(argv: list[str]) -> int:
     parser = build_parser()
     if not argv:
         parser.print_help(sys.stdout)
         return FAILED
+    try:
+        _refuse_misspelt_command(parser, argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else USAGE
     parsed = _parse(parser, rewrite_shorthand(argv))
     if isinstance(parsed, int):
         return parsed

@@ -1,7 +1,8 @@
-"""`ll-loop run --background`: start the same run detached and return at once.
+"""`ll-loop run --background` (and `resume --background`): start the same command
+detached and return at once.
 
-The detached process is `python -m little_loops.cli run <loop> ...` in its own session
-(so closing the terminal or Ctrl-C in it does not reach the loop), with stdin from
+The detached process is `python -m little_loops.cli run <loop> ...` (or `resume`) in its
+own session (so closing the terminal or Ctrl-C in it does not reach the loop), with stdin from
 /dev/null and stdout/stderr in `.loops/.running/<name>.log`. The run records its own pid
 in the state file, which is how `status` and `stop` find it.
 """
@@ -13,7 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from little_loops.fsm.persistence import RUNNING_DIR
+from little_loops.fsm.persistence import RUNNING_DIR, NotResumableError, StatePersistence
+from little_loops.fsm.persistence import _refusal as resume_refusal
+from little_loops.fsm.schema import FSMLoop
 
 # The directory that holds the `little_loops` package, so the child can import it even
 # from a source checkout that is not installed.
@@ -25,8 +28,8 @@ def log_path_for(loops_dir: Path, loop_name: str) -> Path:
     return loops_dir / RUNNING_DIR / f"{loop_name}.log"
 
 
-def start_detached(run_args: list[str], log_path: Path) -> int:
-    """Start `ll-loop run <run_args>` detached, output to `log_path`; return its pid."""
+def start_detached(run_args: list[str], log_path: Path, *, command: str = "run") -> int:
+    """Start `ll-loop <command> <run_args>` detached, output to `log_path`; return its pid."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
@@ -35,7 +38,7 @@ def start_detached(run_args: list[str], log_path: Path) -> int:
     env["PYTHONUNBUFFERED"] = "1"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "little_loops.cli", "run", *run_args],
+            [sys.executable, "-m", "little_loops.cli", command, *run_args],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -45,3 +48,13 @@ def start_detached(run_args: list[str], log_path: Path) -> int:
     # Never waited on: it outlives us. Marking it reaped keeps Popen from warning about it.
     process.returncode = 0
     return process.pid
+
+
+def refuse_unresumable(persistence: StatePersistence, fsm: FSMLoop) -> None:
+    """Raise `NotResumableError` now when the detached `resume` would only refuse in its log."""
+    state = persistence.load_state_checked()
+    if state is None:
+        raise NotResumableError(f"no saved state for '{fsm.name}'")
+    reason = resume_refusal(state, fsm.max_continuations, persistence.running_dir)
+    if reason is not None:
+        raise NotResumableError(reason)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,8 @@ from little_loops.cli.error_list import error_lines
 from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.liveness import Owner, describe_status, owner_of, process_alive
 from little_loops.cli.output import Logger, write_line
-from little_loops.cli.resolve import LOOP_SUFFIXES, LOOPS_DIR, loop_name_for, resolve_loop_path
-from little_loops.fsm.errors import LoopError, StateFileError
+from little_loops.cli.resolve import LOOP_SUFFIXES, LOOPS_DIR, loop_name_for
+from little_loops.fsm.errors import StateFileError
 from little_loops.fsm.persistence import RUNNING_DIR, LoopState, StatePersistence
 
 STATUS_PROMPT_WIDTH = 200
@@ -21,6 +22,8 @@ STATUS_STDERR_LINES = 20
 # Saved runs `list --running` shows: live, paused, or resumable after an interruption
 # or a stall.
 UNFINISHED_STATUSES = ("running", "awaiting_continuation", "interrupted", "stalled")
+# Not "Running loops:" (the reference's title): paused and interrupted runs are listed too.
+UNFINISHED_TITLE = "Unfinished runs:"
 
 
 def _state_json(state: LoopState) -> dict[str, Any]:
@@ -62,7 +65,7 @@ def _list_running(as_json: bool) -> int:
     elif not shown:
         write_line("No running loops")
     else:
-        write_line("Running loops:")
+        write_line(UNFINISHED_TITLE)
         for state in shown:
             write_line(
                 f"  {state.loop_name}: {state.current_state} "
@@ -92,6 +95,7 @@ def _readable_states() -> list[LoopState]:
         try:
             state = StatePersistence(name, LOOPS_DIR).load_state_checked()
         except StateFileError as exc:
+            # On stderr, so that `list --running --json` stays one JSON document on stdout.
             logger.warning(f"Skipping unreadable state file {exc.path}: {exc.problem}")
             continue
         if state is not None:
@@ -146,34 +150,41 @@ def status_lines(state: LoopState, loop_arg: str) -> list[str]:
 # --- history ---------------------------------------------------------------------------
 
 
-def history_command(loop_arg: str, *, tail: int = 50, as_json: bool = False) -> int:
-    """`ll-loop history <loop>`: the last `tail` events of the latest run."""
-    name = loop_name_for(loop_arg)
-    persistence = StatePersistence(name, LOOPS_DIR)
-    if not persistence.events_file.exists() and not _is_known_loop(loop_arg, persistence):
-        Logger().error(f"No history for: {loop_arg}")
-        return FAILED
-    events = persistence.read_events_tail(tail)
-    if not events and tail > 0:
+def history_command(
+    loop_arg: str, *, tail: int = 50, as_json: bool = False, as_jsonl: bool = False
+) -> int:
+    """`ll-loop history <loop>`: the last `tail` events (0: all) of the latest run.
+
+    `--json` prints one JSON array (as `status --json` and `list --json` print one
+    document), `--jsonl` one event per line.
+    """
+    persistence = StatePersistence(loop_name_for(loop_arg), LOOPS_DIR)
+    events = persistence.read_events_tail(tail) if tail > 0 else persistence.read_events()
+    if as_json:
+        write_line(json.dumps(events))
+    elif not events:
+        # The reference's answer for a loop without events, known or not: exit 0.
         write_line(f"No history for: {loop_arg}")
-        return OK
-    for event in events:
-        write_line(json.dumps(event) if as_json else history_line(event))
+    else:
+        for event in events:
+            write_line(json.dumps(event) if as_jsonl else history_line(event))
     return OK
 
 
 def history_line(event: dict[str, Any]) -> str:
-    """`<ts to the second> <event>: <other keys as a Python dict literal>` (reference)."""
+    """`<ts to the second, with its zone> <event>: <other keys as a Python dict literal>`
+    (the reference's line, plus the zone the timestamp was written in)."""
     rest = {key: value for key, value in event.items() if key not in ("event", "ts")}
-    return f"{str(event.get('ts', ''))[:19]} {event.get('event', '?')}: {rest!r}"
+    return f"{_timestamp_to_second(event.get('ts', ''))} {event.get('event', '?')}: {rest!r}"
 
 
-def _is_known_loop(loop_arg: str, persistence: StatePersistence) -> bool:
-    """A loop file or a saved state exists: "no events" then means an empty history."""
-    if persistence.state_file.exists():
-        return True
+def _timestamp_to_second(ts: object) -> str:
+    """`2026-11-21T23:18:41+00:00`; a timestamp without a zone (or not one) cut as before."""
+    text = str(ts)
     try:
-        resolve_loop_path(loop_arg)
-    except LoopError:
-        return False
-    return True
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        return text[:19]
+    if stamp.tzinfo is None:
+        return text[:19]
+    return stamp.isoformat(timespec="seconds")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from little_loops.cli.background import log_path_for, start_detached
+from little_loops.cli.background import log_path_for, refuse_unresumable, start_detached
 from little_loops.cli.display import ProgressDisplay
 from little_loops.cli.exit_codes import OK, exit_code_for
 from little_loops.cli.output import Logger, write_error_line, write_line
@@ -87,11 +87,14 @@ def run_command(
         return _report(result, fsm, loop_arg, display, options)
 
 
-def resume_command(loop_arg: str, options: RunOptions) -> int:
+def resume_command(loop_arg: str, options: RunOptions, *, background: bool = False) -> int:
     """`ll-loop resume <loop>`: continue a saved run with run's progress and exit codes."""
-    _, fsm = load_resolved(loop_arg)
+    path, fsm = load_resolved(loop_arg)
     apply_overrides(fsm, options)
     persistence = StatePersistence(fsm.name, LOOPS_DIR)
+    if background:
+        refuse_unresumable(persistence, fsm)  # seen here, not only in the log
+        return _start_background(path, fsm, options, command="resume")
     with _take_lock(fsm, options, wait=_lock_wait(persistence)) as lock:
         with contextlib.suppress(OSError):  # then the first write fails and says why
             persistence.remove_crash_leftovers()
@@ -199,7 +202,9 @@ def _report(
     return exit_code_for(result.terminated_by)
 
 
-def _start_background(path: Path, fsm: FSMLoop, options: RunOptions) -> int:
+def _start_background(
+    path: Path, fsm: FSMLoop, options: RunOptions, *, command: str = "run"
+) -> int:
     args = [str(path)]
     if options.max_iterations is not None:
         args += ["--max-iterations", str(options.max_iterations)]
@@ -211,11 +216,13 @@ def _start_background(path: Path, fsm: FSMLoop, options: RunOptions) -> int:
         args.append("--verbose")
     if options.queue:
         args.append("--queue")
+    if options.max_continuations is not None:
+        args += ["--max-continuations", str(options.max_continuations)]
     log_path = log_path_for(LOOPS_DIR, fsm.name)
     # Checked here so a refusal is seen at once, and held while the log of a running
     # loop would be truncated. A queued start waits in the background, not here.
     with _take_lock(fsm, options, check_scope=not options.queue):
-        pid = start_detached(args, log_path)
+        pid = start_detached(args, log_path, command=command)
     logger = Logger(quiet=options.quiet)
     logger.success(f"Started {fsm.name} in the background (pid {pid})")
     if not options.quiet:

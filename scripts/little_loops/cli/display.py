@@ -8,10 +8,13 @@
 
 Entering a state opens a line (`[iteration/max] state`), the action ends it; verdict and
 route get their own indented lines. Our additions: the route line carries the time spent
-in the state, an action that could not run shows why (`! reason`), a handoff (and its
-continuation with `on_handoff: continue`), a git checkpoint and a state skipped for
-`max_visits` are shown, and with `--verbose` the action's output lines appear as they are
-produced.
+in the state; an `error` verdict says why, once (`✗ error - <reason>`: the runner's
+message, or the exit code and the last line of stderr, e.g. `exit code 127: bash: line 1:
+pytset: command not found`); a reason the verdict line does not carry gets its own line
+(`! reason`, e.g. `Action cancelled`); a handoff (and its continuation with `on_handoff:
+continue`), a git checkpoint, a backoff wait (`waiting 1s`), a maintain loop's restart
+(`[2/5] done: maintain -> check`) and a state skipped for `max_visits` are shown, and with
+`--verbose` the action's output lines appear as they are produced.
 """
 
 from __future__ import annotations
@@ -50,13 +53,21 @@ class ProgressDisplay:
         self.broken_pipe = False
         self._line_open = False
         self._state_started = 0.0
+        self._iteration = 0
+        # Why the last action failed, until the verdict line can say it (or something
+        # else comes first and it gets its own `!` line).
+        self._action_error: str | None = None
+        self._action_exit: tuple[int, str] | None = None
 
     def __call__(self, event: dict[str, Any]) -> None:
         if not self.enabled:
             return
-        handler = _HANDLERS.get(str(event.get("event")))
+        name = str(event.get("event"))
+        handler = _HANDLERS.get(name)
         with self._stdout_guard():
             self._print_preamble()
+            if name != "evaluate":
+                self._print_action_error()
             if handler is not None:
                 handler(self, event)
 
@@ -103,6 +114,7 @@ class ProgressDisplay:
     def _state_enter(self, event: dict[str, Any]) -> None:
         self._state_started = time.monotonic()
         iteration = event.get("iteration", "?")
+        self._iteration = iteration if isinstance(iteration, int) else 0
         self._open_line(f"[{iteration}/{self.max_iterations}] {event.get('state', '?')}")
 
     def _action_start(self, event: dict[str, Any]) -> None:
@@ -112,8 +124,29 @@ class ProgressDisplay:
 
     def _action_complete(self, event: dict[str, Any]) -> None:
         if event.get("error"):
+            self._action_error = one_line(event["error"])
+        exit_code = event.get("exit_code")
+        if isinstance(exit_code, int) and exit_code != 0:
+            self._action_exit = (exit_code, _last_line(event.get("stderr_tail")))
+
+    def _print_action_error(self) -> None:
+        """The action's error on its own line: no verdict line came to carry it."""
+        error, self._action_error, self._action_exit = self._action_error, None, None
+        if error:
             self._finish_line()
-            write_line(f"{INDENT}! {one_line(event['error'])}")
+            write_line(f"{INDENT}! {error}")
+
+    def _error_reason(self, event: dict[str, Any]) -> str | None:
+        """Why the verdict is `error`: the evaluator's or runner's message, else the exit
+        code and what the action said last on stderr (`command not found`)."""
+        error = one_line(event["error"]) if event.get("error") else None
+        if self._action_error and self._action_error != error:
+            write_line(f"{INDENT}! {self._action_error}")  # a different, earlier cause
+        if error is None and self._action_exit is not None:
+            code, stderr = self._action_exit
+            error = f"exit code {code}: {stderr}" if stderr else f"exit code {code}"
+        self._action_error = self._action_exit = None
+        return error
 
     def _evaluate(self, event: dict[str, Any]) -> None:
         self._finish_line()
@@ -123,12 +156,20 @@ class ProgressDisplay:
         line = f"{INDENT}{mark} {verdict}"
         if "confidence" in event:
             line += f" (confidence: {event['confidence']})"
-        if verdict == "error" and event.get("error"):
-            line += f" - {one_line(event['error'])}"
+        reason = self._error_reason(event) if verdict == "error" else None
+        self._action_error = self._action_exit = None
+        if reason:
+            line += f" - {reason}"
         write_line(line)
 
     def _route(self, event: dict[str, Any]) -> None:
         self._finish_line()
+        if event.get("reason") == "maintain":
+            # A restart uses an iteration of its own: it gets its own numbered line.
+            self._iteration += 1
+            where = f"[{self._iteration}/{self.max_iterations}] {event.get('from', '?')}"
+            write_line(f"{where}: maintain -> {event.get('to', '?')}")
+            return
         if event.get("reason") == "max_visits":
             # Nothing ran: the state was skipped because it used up its visits.
             where = f"{event.get('from', '?')} used up max_visits"
@@ -156,8 +197,20 @@ class ProgressDisplay:
         else:
             write_line(f"{INDENT}checkpoint: committed {event.get('commit', '')}")
 
+    def _backoff(self, event: dict[str, Any]) -> None:
+        self._finish_line()
+        seconds = event.get("seconds")
+        shown = f"{seconds:g}" if isinstance(seconds, (int, float)) else "?"
+        write_line(f"{INDENT}waiting {shown}s")
+
     def _loop_complete(self, event: dict[str, Any]) -> None:
         self._finish_line()
+
+
+def _last_line(text: object) -> str:
+    """The last non-blank line of `text` (an action's stderr tail), folded to one line."""
+    lines = [line for line in str(text or "").splitlines() if line.strip()]
+    return one_line(lines[-1]) if lines else ""
 
 
 _HANDLERS = {
@@ -169,5 +222,6 @@ _HANDLERS = {
     "handoff_detected": ProgressDisplay._handoff,
     "handoff_continued": ProgressDisplay._handoff_continued,
     "checkpoint": ProgressDisplay._checkpoint,
+    "backoff": ProgressDisplay._backoff,
     "loop_complete": ProgressDisplay._loop_complete,
 }

@@ -1,9 +1,10 @@
 """The `[HH:MM:SS] text` logger and the plain printing helpers of `ll-loop`.
 
 Everything the CLI prints goes through here so that three rules hold everywhere: success
-and warning lines go to stdout, errors to stderr; colour only when the stream is a
-terminal and `NO_COLOR` is unset; `--quiet` hides everything except errors. Streams are
-looked up at call time (`sys.stdout`), never captured at import, so redirection works.
+lines go to stdout, warnings and errors to stderr (so `--json` output stays pure JSON);
+colour only when the stream is a terminal and `NO_COLOR` is unset; `--quiet` hides
+everything except errors. Streams are looked up at call time (`sys.stdout`), never
+captured at import, so redirection works.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ class Logger:
 
     def warning(self, message: str) -> None:
         if not self.quiet:
-            self._emit(message, YELLOW, sys.stdout)
+            self._emit(message, YELLOW, sys.stderr)
 
     def error(self, message: str) -> None:
         """Errors are never hidden, not even by `--quiet`."""

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from little_loops.fsm.guards import stderr_tail
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
 from little_loops.fsm.output_files import action_log_name
 from little_loops.fsm.runner import ActionResult, is_slash_command
@@ -113,6 +114,8 @@ def _completed_keys(result: ActionResult) -> dict[str, Any]:
     }
     if result.error is not None:
         completed["error"] = result.error
+    elif result.exit_code != 0 and stderr_tail(result.stderr):
+        completed["stderr_tail"] = stderr_tail(result.stderr)  # addition: why it failed
     if result.log_path is not None:
         completed["log_path"] = result.log_path  # addition: the action's whole stdout
     return completed

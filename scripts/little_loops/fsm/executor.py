@@ -367,5 +367,6 @@ class FSMExecutor:
             return  # the run ends at the next check; do not make it wait
         if self.fsm.timeout:
             seconds = min(seconds, max(self.fsm.timeout - self.elapsed_ms() / 1000, 0))
+        self._emit("backoff", seconds=seconds)  # addition: so the wait can be shown
         with contextlib.suppress(queue.Empty):
             self._wake.get(timeout=seconds)

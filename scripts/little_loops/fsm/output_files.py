@@ -73,6 +73,31 @@ def truncation_marker(stream: str, dropped: int, log_path: str | None) -> str:
     return f"[{stream} truncated: {dropped} earlier bytes dropped{where}]\n"
 
 
+# What `truncation_marker` writes, read back by `cap_text_bytes`.
+_RUNNER_MARKER = re.compile(
+    r"\[(?:output|stderr) truncated: (\d+) earlier bytes dropped[^\]\n]*\]\n"
+)
+
+
+def cap_text_bytes(text: str, cap: int, log_path: str | None = None) -> str:
+    """`text`, or its last `cap` bytes (UTF-8, never half a character) behind a marker
+    saying truthfully how many bytes of the whole output are not here: the ones cut now
+    plus those the runner had dropped already (its marker is replaced, not kept)."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= cap:
+        return text
+    earlier = 0
+    runner_marker = _RUNNER_MARKER.match(text)
+    if runner_marker is not None:
+        earlier = int(runner_marker.group(1))
+        data = text[runner_marker.end() :].encode("utf-8", "surrogatepass")
+    cut = max(len(data) - cap, 0)
+    cut += skip_partial_character(data[cut:]) if cut else 0
+    where = f"; full output in {log_path}" if log_path else ""
+    kept = data[cut:].decode("utf-8", "surrogatepass")
+    return f"[... {earlier + cut} bytes truncated{where} ...]\n{kept}"
+
+
 def skip_partial_character(data: bytes) -> int:
     """How many leading bytes of a cut buffer belong to a character cut in half (0-3)."""
     mask, value = _UTF8_CONTINUATION

@@ -24,7 +24,7 @@ from little_loops.fsm.executor import EventCallback, ExecutionResult, FSMExecuto
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.locking import lock_file_exists, read_holder
 from little_loops.fsm.log_retention import LogRetention
-from little_loops.fsm.output_files import action_log_name, stderr_log_path
+from little_loops.fsm.output_files import action_log_name, cap_text_bytes, stderr_log_path
 from little_loops.fsm.run_history import archive_previous_run
 from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
@@ -81,13 +81,9 @@ def _wall_clock_ms() -> int:
 
 
 def cap_output(text: str, cap: int = STATE_OUTPUT_CAP, log_path: str | None = None) -> str:
-    """`text`, or its last `cap` characters behind a marker saying how much was cut (and,
+    """`text`, or its last `cap` bytes behind a marker saying how many bytes were cut (and,
     given `log_path`, which file holds the whole output)."""
-    if len(text) <= cap:
-        return text
-    cut = len(text) - cap
-    where = f"; full output in {log_path}" if log_path else ""
-    return f"[... {cut} characters truncated{where} ...]\n{text[cut:]}"
+    return cap_text_bytes(text, cap, log_path)
 
 
 def _capped_result(result: dict[str, Any]) -> dict[str, Any]:

@@ -41,7 +41,6 @@ def _expected(error: str) -> tuple[int, str, str]:
         "Max iterations: 50\n"
         "\n"
         "[1/50] work -> /work the parser\n"
-        f"       ! {error}\n"
         f"       ✗ error - {error}\n"
         "\n"
     )
