@@ -475,3 +475,7 @@ def list_running_loops(loops_dir: Path | None = None) -> list[LoopState]:
 def get_loop_history(loop_name: str, loops_dir: Path | None = None) -> list[dict[str, Any]]:
     """All events of the latest run of `loop_name` (and its resumes), in order."""
     return StatePersistence(loop_name, loops_dir).read_events()
+
+
+# The reference's name for the timestamp helper.
+_iso_now = now_iso
