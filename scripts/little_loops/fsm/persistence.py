@@ -103,7 +103,11 @@ def _capped_result(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _capped_captured(captured: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {name: _capped_result(value) for name, value in captured.items()}
+    # A loaded reference state may hold non-object captured values: they are kept as they are.
+    return {
+        name: _capped_result(value) if isinstance(value, dict) else value
+        for name, value in captured.items()
+    }
 
 
 def _evaluation_record(event: dict[str, Any]) -> dict[str, Any]:
