@@ -142,8 +142,12 @@ def _loose_optional_int(value: object) -> object:
     return None if value is None else _loose_int(value)
 
 
-def _null_as(default: object, read: Callable[[object], object] = lambda v: v) -> Any:
-    return lambda value: default if value is None else read(value)
+def _null_as(
+    default: Callable[[], object], read: Callable[[object], object] = lambda v: v
+) -> Callable[[object], object]:
+    """Null reads as a fresh `default()` (the value the reference used when the key was
+    missing); anything else goes through `read`."""
+    return lambda value: default() if value is None else read(value)
 
 
 # key -> how a loose value is read before the type rules apply.
@@ -151,9 +155,9 @@ _LOOSE_READERS: dict[str, Callable[[object], object]] = {
     "iteration": _loose_int,
     "pid": _loose_optional_int,
     "elapsed_ms": _loose_optional_int,
-    "handoff_count": _null_as(0, _loose_int),
-    "captured": _null_as({}),
-    "updated_at": _null_as(""),
+    "handoff_count": _null_as(int, _loose_int),
+    "captured": _null_as(dict),
+    "updated_at": _null_as(str),
 }
 
 
