@@ -13,8 +13,10 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
+from unittest.mock import MagicMock, patch
 
 import pytest
 from fake_anthropic import (
@@ -39,6 +41,7 @@ from little_loops.fsm.evaluators import (
     evaluate_output_numeric,
 )
 from little_loops.fsm.interpolation import InterpolationContext
+from little_loops.fsm.llm_evaluator import AUTH_REJECTED_MESSAGE
 from little_loops.fsm.schema import EvaluateConfig, LLMConfig
 
 NO_KEY_MESSAGE = (
@@ -454,7 +457,15 @@ def test_llm_without_evaluation(monkeypatch: pytest.MonkeyPatch, api_key: None, 
         (FakeAPIError("overloaded"), {"error": "LLM API error: overloaded", "api_error": True}),
         (
             FakeAuthenticationError("invalid x-api-key"),
-            {"error": "LLM API error: invalid x-api-key", "api_error": True, "auth_error": True},
+            {
+                "error": AUTH_REJECTED_MESSAGE.format(reason="invalid x-api-key"),
+                "api_error": True,
+                "auth_error": True,
+            },
+        ),
+        (
+            TypeError('"Could not resolve authentication method. Expected one of api_key"'),
+            {"error": NO_KEY_MESSAGE, "auth_error": True},
         ),
         (
             RuntimeError("socket closed"),
@@ -504,21 +515,40 @@ def test_llm_missing_sdk(
     assert sdk.calls == []
 
 
-def test_llm_without_api_key_does_not_call_the_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_llm_reference_style_patch_drives_the_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference's tests patch `little_loops.fsm.evaluators.anthropic` with a MagicMock
+    and set no API key; the evaluator must use the patched module at call time."""
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "")
-    sdk = install_sdk(monkeypatch, FakeSDK(response(tool_block(GOOD_ANSWER))))
-    assert evaluate_llm_structured("out") == EvaluationResult(
-        "error", {"error": NO_KEY_MESSAGE, "auth_error": True}
-    )
-    assert sdk.calls == []
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    block = MagicMock(type="tool_use", input=GOOD_ANSWER)
+    block.name = "evaluate"  # `name` is MagicMock's own keyword, so it is set afterwards
+    with patch("little_loops.fsm.evaluators.anthropic") as mock_anthropic:
+        mock_anthropic.Anthropic.return_value.messages.create.return_value = MagicMock(
+            content=[block]
+        )
+        result = evaluate_llm_structured("3 passed")
+    assert result.verdict == "success"
+    assert result.details["reason"] == "all tests pass"
+    create = mock_anthropic.Anthropic.return_value.messages.create
+    assert create.call_args.kwargs == expected_request("3 passed")
 
 
-def test_llm_auth_token_is_enough(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "token")
-    install_sdk(monkeypatch, FakeSDK(response(tool_block(GOOD_ANSWER))))
-    assert evaluate_llm_structured("out").verdict == "success"
+def test_llm_reference_style_patch_raising_is_a_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A MagicMock SDK has no real exception classes; what it raises is still a verdict."""
+    with patch("little_loops.fsm.evaluators.anthropic") as mock_anthropic:
+        mock_anthropic.Anthropic.return_value.messages.create.side_effect = OSError("down")
+        result = evaluate_llm_structured("out")
+    assert result == error("LLM evaluation failed: OSError: down")
+
+
+def test_llm_reference_style_unavailable_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference's tests patch `ANTHROPIC_AVAILABLE` to False to simulate no SDK."""
+    with patch("little_loops.fsm.evaluators.ANTHROPIC_AVAILABLE", False):
+        result = evaluate_llm_structured("out")
+    assert result.details == {
+        "error": "anthropic package not installed. Install with: pip install little-loops[llm]",
+        "missing_dependency": True,
+    }
 
 
 # --- the optional SDK attribute -------------------------------------------------------
@@ -777,14 +807,62 @@ def test_real_sdk_reply_without_tool_use(fake_api: FakeAnthropicServer) -> None:
 def test_real_sdk_rejected_key(fake_api: FakeAnthropicServer) -> None:
     body = error_body("authentication_error", "invalid x-api-key")
     fake_api.replies.append(Reply(body, status=401))
-    assert evaluate_llm_structured("out", timeout=5) == EvaluationResult(
-        "error",
-        {
-            "error": f"LLM API error: Error code: 401 - {body}",
-            "api_error": True,
-            "auth_error": True,
-        },
+    result = evaluate_llm_structured("out", timeout=5)
+    assert result.details["error"] == (
+        "Anthropic API rejected the credentials (invalid x-api-key): check ANTHROPIC_API_KEY "
+        "or ANTHROPIC_AUTH_TOKEN (or disable it with llm.enabled: false / --no-llm)"
     )
+    assert (result.verdict, result.details["auth_error"]) == ("error", True)
+
+
+@pytest.fixture
+def no_sdk_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No credential of any kind the SDK could find (it also looks under ~/.config)."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("ANTHROPIC_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
+@quiet_model_deprecation
+@pytest.mark.usefixtures("no_sdk_credentials")
+def test_real_sdk_auth_token_and_base_url_without_api_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As in the reference, the SDK resolves credentials: an auth token is enough."""
+    with FakeAnthropicServer() as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "token-123")
+        server.replies.append(Reply(tool_use_message(GOOD_ANSWER)))
+        result = evaluate_llm_structured("3 passed", timeout=5)
+    assert result.verdict == "success"
+    assert server.requests[0].headers["authorization"] == "Bearer token-123"
+
+
+@quiet_model_deprecation
+@pytest.mark.usefixtures("no_sdk_credentials")
+def test_real_sdk_without_credentials_says_so_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with FakeAnthropicServer() as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        result = evaluate_llm_structured("out", timeout=5)
+    assert result == EvaluationResult("error", {"error": NO_KEY_MESSAGE, "auth_error": True})
+    assert server.requests == []
+
+
+@quiet_model_deprecation
+@pytest.mark.usefixtures("no_sdk_credentials")
+def test_real_sdk_missing_credentials_profile_says_so_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A profile the SDK cannot find is a clear credentials error, not a crash."""
+    monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path / "empty-config"))
+    result = evaluate_llm_structured("out", timeout=5)
+    assert result.verdict == "error"
+    assert result.details["auth_error"] is True
+    assert result.details["error"].startswith("Anthropic credentials error: Config file not")
+    assert "\n" not in result.details["error"]
 
 
 def test_fake_server_answers_404_elsewhere(fake_api: FakeAnthropicServer) -> None:

@@ -340,6 +340,9 @@ def _compile_fsm(spec: dict[str, Any]) -> FSMLoop:
     return FSMLoop.from_dict(spec)
 
 
+# The reference's name for the `fsm` paradigm's pass-through.
+_passthrough_fsm = _compile_fsm
+
 _COMPILERS: dict[str, Callable[[dict[str, Any]], FSMLoop]] = {
     "goal": compile_goal,
     "convergence": compile_convergence,

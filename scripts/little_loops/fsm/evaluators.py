@@ -162,6 +162,12 @@ def evaluate_output_json(
     found, value = _json_path_value(document, path)
     if not found:
         return _error(f"Path not found: {path}")
+    return _compare_values(value, operator, target, path)
+
+
+def _compare_values(value: Any, operator: str, target: Any, path: str) -> EvaluationResult:
+    """Compare a value found at `path` with `target` (the reference's helper of that name):
+    every operator for two numbers, only `eq`/`ne` otherwise."""
     if _is_number(value) and _is_number(target):
         compare = OPERATORS.get(operator)
         if compare is None:
@@ -189,6 +195,15 @@ def _json_path_value(document: Any, path: str) -> tuple[bool, Any]:
         else:
             return False, None
     return True, current
+
+
+def _extract_json_path(data: Any, path: str) -> Any:
+    """The value at jq-style `path` (`.a.b.0`); KeyError when it is not there (the
+    reference's helper of that name)."""
+    found, value = _json_path_value(data, path)
+    if not found:
+        raise KeyError(path)
+    return value
 
 
 def _is_index(segment: str, items: list[Any]) -> bool:

@@ -370,3 +370,24 @@ class FSMExecutor:
         self._emit("backoff", seconds=seconds)  # addition: so the wait can be shown
         with contextlib.suppress(queue.Empty):
             self._wake.get(timeout=seconds)
+
+
+# --- The reference's module-level names (it imported these into its executor) ----------
+
+from little_loops.fsm.evaluators import (  # noqa: E402
+    EvaluationResult as EvaluationResult,
+)
+from little_loops.fsm.evaluators import evaluate as evaluate  # noqa: E402
+from little_loops.fsm.evaluators import evaluate_exit_code as evaluate_exit_code  # noqa: E402
+from little_loops.fsm.evaluators import (  # noqa: E402
+    evaluate_llm_structured as evaluate_llm_structured,
+)
+from little_loops.fsm.interpolation import interpolate as interpolate  # noqa: E402
+from little_loops.fsm.state_files import now_iso  # noqa: E402
+
+_iso_now = now_iso
+
+
+def _now_ms() -> int:
+    """Wall-clock milliseconds since the epoch (the clock of `start_time_ms`)."""
+    return int(time.time() * 1000)

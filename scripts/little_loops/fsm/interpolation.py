@@ -170,3 +170,12 @@ def _interpolate_value(value: Any, ctx: InterpolationContext) -> Any:
     if isinstance(value, list):
         return [_interpolate_value(item, ctx) for item in value]
     return value
+
+
+def _interpolate_list(items: list[Any], ctx: InterpolationContext) -> list[Any]:
+    """A copy of `items` with every string (at any depth) interpolated (reference name)."""
+    return [_interpolate_value(item, ctx) for item in items]
+
+
+# The reference's name for the duration formatter (`${loop.elapsed}`).
+_format_duration = format_elapsed

@@ -3,13 +3,15 @@
 This module owns the request (prompt, forced `evaluate` tool, truncated output) and the
 reading of the answer. It does not import the SDK itself: `evaluators.evaluate_llm_structured`
 passes in the module held by `evaluators.anthropic`, so substituting that attribute (as
-tests do) reaches this code. Every expected failure, from a missing key to a malformed
-answer, comes back as an `error` verdict with a message; nothing here raises.
+tests do) reaches this code. Credentials are the SDK's business (API key, auth token, base
+URL, whatever it supports): nothing is checked up front, and the SDK's authentication
+failures are translated into one clear line. Every expected failure, from missing
+credentials to a malformed answer, comes back as an `error` verdict with a message; nothing
+here raises.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 DEFAULT_LLM_PROMPT = "Evaluate whether this action succeeded based on its output."
@@ -44,13 +46,19 @@ DEFAULT_LLM_SCHEMA: dict[str, Any] = {
 EVALUATE_TOOL_NAME = "evaluate"
 # Only the tail is sent: the end of an action's output is where its outcome is reported.
 MAX_OUTPUT_CHARS = 4000
-API_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 
 MISSING_SDK_MESSAGE = "anthropic package not installed. Install with: pip install little-loops[llm]"
 MISSING_KEY_MESSAGE = (
     "No Anthropic API key: set ANTHROPIC_API_KEY to use LLM evaluation "
     "(or disable it with llm.enabled: false / --no-llm)"
 )
+AUTH_REJECTED_MESSAGE = (
+    "Anthropic API rejected the credentials ({reason}): check ANTHROPIC_API_KEY "
+    "or ANTHROPIC_AUTH_TOKEN (or disable it with llm.enabled: false / --no-llm)"
+)
+# What the SDK's TypeError says when it finds no credentials at all (it raises it when the
+# request is built, not when the client is constructed).
+_NO_CREDENTIALS_MARKER = "Could not resolve authentication method"
 
 Verdict = tuple[str, dict[str, Any]]
 
@@ -70,9 +78,6 @@ def ask_model(
     """Judge `output` with the model; `sdk` is the `anthropic` module or None when absent."""
     if sdk is None:
         return "error", {"error": MISSING_SDK_MESSAGE, "missing_dependency": True}
-    if not any(os.environ.get(name) for name in API_KEY_VARIABLES):
-        # Checked up front: without a key the SDK fails with an obscure TypeError.
-        return "error", {"error": MISSING_KEY_MESSAGE, "auth_error": True}
     request = build_request(output, prompt, schema, model, max_tokens, timeout)
     try:
         response = _send(sdk, request)
@@ -122,28 +127,63 @@ class _RequestFailed(Exception):
 
 def _send(sdk: Any, request: dict[str, Any]) -> Any:
     """Return the SDK response; raise `_RequestFailed` for anything the SDK raised."""
+    authentication_error = _sdk_exception(sdk, "AuthenticationError")
     try:
         client = sdk.Anthropic()
-    except sdk.AuthenticationError as exc:
+    except authentication_error as exc:
         details = {"error": f"Anthropic authentication error: {exc}", "auth_error": True}
         raise _RequestFailed(details) from exc
     except Exception as exc:  # the SDK boundary: a failing client is a verdict, not a crash
-        raise _unexpected_failure(exc) from exc
+        raise _unexpected_failure(sdk, exc) from exc
     try:
         return client.messages.create(**request)
-    except sdk.APITimeoutError as exc:  # before APIError: it is a subclass
+    except _sdk_exception(sdk, "APITimeoutError") as exc:  # before APIError: a subclass
         raise _RequestFailed({"error": "LLM evaluation timeout", "timeout": True}) from exc
-    except sdk.APIError as exc:
-        details = {"error": f"LLM API error: {exc}", "api_error": True}
-        if isinstance(exc, sdk.AuthenticationError):
-            # A bad key surfaces here, at request time; flag it so the CLI can explain.
-            details["auth_error"] = True
+    except authentication_error as exc:  # a rejected key surfaces here, at request time
+        reason = _one_line(_api_error_message(exc))
+        details = {
+            "error": AUTH_REJECTED_MESSAGE.format(reason=reason),
+            "api_error": True,
+            "auth_error": True,
+        }
         raise _RequestFailed(details) from exc
+    except _sdk_exception(sdk, "APIError") as exc:
+        raise _RequestFailed({"error": f"LLM API error: {exc}", "api_error": True}) from exc
     except Exception as exc:  # the SDK boundary, as above
-        raise _unexpected_failure(exc) from exc
+        raise _unexpected_failure(sdk, exc) from exc
 
 
-def _unexpected_failure(exc: Exception) -> _RequestFailed:
+class _NeverRaised(Exception):
+    """Stands in for an SDK exception class the `anthropic` attribute does not provide."""
+
+
+def _sdk_exception(sdk: Any, name: str) -> type[BaseException]:
+    # A test double (say a MagicMock patched over `evaluators.anthropic`) may not carry real
+    # exception classes; `except <non-class>` would itself raise a TypeError.
+    candidate = getattr(sdk, name, None)
+    if isinstance(candidate, type) and issubclass(candidate, BaseException):
+        return candidate
+    return _NeverRaised
+
+
+def _api_error_message(exc: BaseException) -> str:
+    """The API's own `error.message` when the body has one, else the exception text."""
+    body = getattr(exc, "body", None)
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) and message else str(exc)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _unexpected_failure(sdk: Any, exc: Exception) -> _RequestFailed:
+    if isinstance(exc, _sdk_exception(sdk, "CredentialsError")):  # e.g. a profile not found
+        details = {"error": f"Anthropic credentials error: {_one_line(str(exc))}"}
+        return _RequestFailed({**details, "auth_error": True})
+    if isinstance(exc, TypeError) and _NO_CREDENTIALS_MARKER in str(exc):
+        return _RequestFailed({"error": MISSING_KEY_MESSAGE, "auth_error": True})
     return _RequestFailed({"error": f"LLM evaluation failed: {type(exc).__name__}: {exc}"})
 
 

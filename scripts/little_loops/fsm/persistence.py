@@ -100,7 +100,11 @@ def _capped_result(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _capped_captured(captured: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {name: _capped_result(value) for name, value in captured.items()}
+    # A loaded reference state may hold non-object captured values: they are kept as they are.
+    return {
+        name: _capped_result(value) if isinstance(value, dict) else value
+        for name, value in captured.items()
+    }
 
 
 def _evaluation_record(event: dict[str, Any]) -> dict[str, Any]:
@@ -519,3 +523,7 @@ def list_running_loops(loops_dir: Path | None = None) -> list[LoopState]:
 def get_loop_history(loop_name: str, loops_dir: Path | None = None) -> list[dict[str, Any]]:
     """All events of the latest run of `loop_name` (and its resumes), in order."""
     return StatePersistence(loop_name, loops_dir).read_events()
+
+
+# The reference's name for the timestamp helper.
+_iso_now = now_iso

@@ -14,6 +14,7 @@ import glob
 import json
 import os
 import random
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -119,6 +120,56 @@ _FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
 }
 
 
+# --- loose values a state file may hold, read as what they mean -------------------------
+#
+# The reference's `LoopState.from_dict` checked no types, so a file written by hand, by its
+# tests or by another tool loaded as long as the keys were there. What we can use is read
+# the way it was meant; only what cannot be used is refused (with the messages above).
+
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,18}")
+
+
+def _loose_int(value: object) -> object:
+    """3, 3.0 and "3" all mean 3; anything else is returned unchanged (and then refused)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
+        return int(value)
+    return value
+
+
+def _loose_optional_int(value: object) -> object:
+    return None if value is None else _loose_int(value)
+
+
+def _null_as(
+    default: Callable[[], object], read: Callable[[object], object] = lambda v: v
+) -> Callable[[object], object]:
+    """Null reads as a fresh `default()` (the value the reference used when the key was
+    missing); anything else goes through `read`."""
+    return lambda value: default() if value is None else read(value)
+
+
+# key -> how a loose value is read before the type rules apply.
+_LOOSE_READERS: dict[str, Callable[[object], object]] = {
+    "iteration": _loose_int,
+    "pid": _loose_optional_int,
+    "elapsed_ms": _loose_optional_int,
+    "handoff_count": _null_as(int, _loose_int),
+    "captured": _null_as(dict),
+    "updated_at": _null_as(str),
+}
+
+
+def loosened(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a state mapping with loose values read as what they mean."""
+    out = dict(data)
+    for key, read in _LOOSE_READERS.items():
+        if key in out:
+            out[key] = read(out[key])
+    return out
+
+
 def state_problem(data: object) -> str | None:
     """Why `data` is not a readable state record, or None if it is one."""
     if not isinstance(data, dict):
@@ -127,6 +178,7 @@ def state_problem(data: object) -> str | None:
     if missing:
         names = ", ".join(f"'{key}'" for key in missing)
         return f"missing required key{'s' if len(missing) > 1 else ''} {names}"
+    data = loosened(data)
     version = data.get("version", STATE_VERSION)
     if not _is_int(version) or version != STATE_VERSION:
         return f"unsupported version {version!r} (this ll-loop reads version {STATE_VERSION})"
@@ -134,9 +186,8 @@ def state_problem(data: object) -> str | None:
         if key in data and not check(data[key]):
             shown = f"{data[key]!r}" if key == "phase" else _kind(data[key])
             return f"'{key}' must be {expected}, got {shown}"
-    for name, value in data.get("captured", {}).items():
-        if not isinstance(value, dict):
-            return f"'captured.{name}' must be an object, got {_kind(value)}"
+    # A captured value that is not an object (the reference's tests wrote strings) is kept
+    # as it is: `${captured.<name>}` gives it, and `status --json` shows it unchanged.
     return None
 
 
@@ -217,8 +268,10 @@ class LoopState:
     def from_dict(cls, data: Mapping[str, Any]) -> LoopState:
         """Build from a parsed state file.
 
-        A missing required key raises `KeyError` (as the reference did); a wrong type or an
-        unsupported version raises `ValueError` naming the key. Unknown keys are ignored.
+        A missing required key raises `KeyError` (as the reference did); a loose value that
+        can be used is read as what it means (`"3"` or `3.0` for 3, null for a default; a
+        captured value that is not an object is kept); any other wrong type, or an
+        unsupported version, raises `ValueError` naming the key. Unknown keys are ignored.
         """
         for key in REQUIRED_KEYS:
             if key not in data:
@@ -226,6 +279,7 @@ class LoopState:
         problem = state_problem(dict(data))
         if problem is not None:
             raise ValueError(problem)
+        data = loosened(data)
         return cls(
             loop_name=data["loop_name"],
             current_state=data["current_state"],

@@ -311,3 +311,14 @@ def load_loop(path: Path | str) -> FSMLoop:
     except ValueError as exc:
         raise LoopFileError(str(path), str(exc)) from None
     return _validated(fsm, path)
+
+
+# --- The reference's private helper names (fsm-api compatibility) -----------------------
+
+
+def _validate_evaluator(state_name: str, evaluate: EvaluateConfig) -> list[ValidationError]:
+    return _evaluator_errors(evaluate, f"states.{state_name}.evaluate")
+
+
+_validate_state_routing = _transition_errors
+_find_reachable_states = _reachable_states

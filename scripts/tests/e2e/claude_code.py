@@ -1,9 +1,8 @@
 """Where the real Claude Code CLI is, and the environment that keeps it offline.
 
-`.ci/install-claude-code` installs the pinned `@anthropic-ai/claude-code` into
-`.cache/claude-code/`; `.ci/run` calls it and exports `LL_E2E_CLAUDE` with the binary's
-path. Without that variable the tests look in the same folder, so a developer who ran the
-install once can run them with plain pytest.
+The pinned `@anthropic-ai/claude-code` lives in `.cache/claude-code/`, installed there by
+the first test session that needs it (`claude_install.py`); `LL_E2E_CLAUDE` names another
+binary to use instead.
 """
 
 from __future__ import annotations
@@ -32,28 +31,6 @@ _DROPPED = (
     "LL_CLAUDE_BIN",
     "NO_COLOR",
 )
-
-
-def configured_path() -> Path:
-    """Where the binary is expected: `LL_E2E_CLAUDE`, else the cache folder."""
-    configured = os.environ.get(E2E_CLAUDE_ENV)
-    return Path(configured) if configured else CACHED_CLAUDE
-
-
-def claude_binary() -> Path | None:
-    """The installed Claude Code binary, or None when it is not there."""
-    path = configured_path()
-    return path if path.is_file() and os.access(path, os.X_OK) else None
-
-
-def missing_binary_message() -> str:
-    """Why the e2e tests cannot run, and the command that fixes it."""
-    version = PINNED_VERSION_FILE.read_text(encoding="utf-8").strip()
-    return (
-        f"Claude Code CLI not found at {configured_path()}: run `bash .ci/install-claude-code` "
-        f"(npm installs @anthropic-ai/claude-code@{version} into .cache/claude-code/), "
-        f"or set {E2E_CLAUDE_ENV} to a claude binary"
-    )
 
 
 def claude_env(

@@ -1,29 +1,43 @@
 """Fixtures of the Claude Code end-to-end tests (see docs/testing.md).
 
-`claude_bin` is the real CLI; a missing one fails every test here with the command that
-installs it (never a skip: CI must not pass without having run them). `fake_api` is a
-`FakeAnthropicServer` on 127.0.0.1 answering from an `ApiScript`; `project` is a
-temporary project whose `ll-loop` and `claude` talk to that server.
+`claude_bin` is the real CLI, installed with npm into `.cache/claude-code/` by the first
+session that needs it (`claude_install.py`); when it cannot be installed every test here
+fails with one line saying what to install (never a skip: a run must not pass without
+them). `fake_api` is a `FakeAnthropicServer` on 127.0.0.1 answering from an `ApiScript`;
+`project` is a temporary project whose `ll-loop` and `claude` talk to that server.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from api_script import ApiScript
-from claude_code import claude_binary, missing_binary_message
+from claude_install import ClaudeCodeUnavailable, ensure_claude_code
 from e2e_project import E2EProject
 from fake_anthropic import FakeAnthropicServer
 
 
 @pytest.fixture(scope="session")
-def claude_bin() -> Path:
-    binary = claude_binary()
-    if binary is None:
-        pytest.fail(missing_binary_message(), pytrace=False)
-    return binary
+def claude_bin(pytestconfig: pytest.Config) -> Path:
+    try:
+        return ensure_claude_code(lambda line: _say(pytestconfig, line))
+    except ClaudeCodeUnavailable as exc:
+        problem = str(exc)
+    pytest.fail(problem, pytrace=False)  # outside `except`: one line, no exception chain
+
+
+def _say(config: pytest.Config, line: str) -> None:
+    """Write `line` to the terminal now, past pytest's output capture."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    if capture is None or reporter is None:  # run without those plugins (`-p no:...`)
+        print(line, file=sys.stderr, flush=True)
+        return
+    with capture.global_and_fixture_disabled():
+        reporter.write_line(line)
 
 
 @pytest.fixture
