@@ -181,7 +181,11 @@ def test_resume_past_max_continuations_needs_a_higher_limit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_loop(tmp_path, "bounded", BOUNDED_LOOP)
-    assert cli_in_process(capsys, "bounded", "-q") == (3, "", "")
+    assert cli_in_process(capsys, "bounded", "-q") == (
+        3,
+        "Resume with: ll-loop resume bounded\n",
+        "",
+    )
     assert cli_in_process(capsys, "resume", "bounded", "-q") == (
         3,
         "",
@@ -213,14 +217,14 @@ def test_resume_refuses_a_finished_run(tmp_path: Path, capsys: pytest.CaptureFix
     write_loop(tmp_path, "simple", SIMPLE_LOOP)
     assert cli_in_process(capsys, "resume", "simple") == (
         1,
+        "[T] Nothing to resume for: simple\n",
         "",
-        "[T] no saved state for 'simple'\n",
     )
     main_loop(["simple", "-q"])
     assert cli_in_process(capsys, "resume", "simple") == (
         1,
         "",
-        "[T] loop 'simple' already completed\n",
+        "[T] loop 'simple' already completed; start a new run with: ll-loop run simple\n",
     )
 
 

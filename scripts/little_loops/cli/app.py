@@ -49,6 +49,7 @@ _RUN_LONG_FLAGS = (
     "--quiet",
     "--verbose",
     "--queue",
+    "--stall-threshold",
 )
 
 
@@ -106,6 +107,12 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         "--queue",
         action="store_true",
         help="if a running loop shares the scope, wait for it to end instead of refusing",
+    )
+    parser.add_argument(
+        "--stall-threshold",
+        type=_not_negative,
+        metavar="N",
+        help="override stall_threshold for this run (0 turns the stall guard off)",
     )
 
 
@@ -194,6 +201,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         quiet=args.quiet,
         verbose=args.verbose,
         queue=args.queue,
+        stall_threshold=args.stall_threshold,
     )
 
 

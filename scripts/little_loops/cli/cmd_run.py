@@ -16,7 +16,7 @@ from pathlib import Path
 
 from little_loops.cli.background import log_path_for, start_detached
 from little_loops.cli.display import ProgressDisplay
-from little_loops.cli.exit_codes import OK, exit_code_for
+from little_loops.cli.exit_codes import FAILED, OK, exit_code_for
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.plan import plan_lines
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved
@@ -48,6 +48,7 @@ class RunOptions:
     quiet: bool = False
     verbose: bool = False
     queue: bool = False
+    stall_threshold: int | None = None
 
 
 def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
@@ -60,6 +61,8 @@ def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
         fsm.llm.model = options.llm_model
     if options.no_llm:
         fsm.llm.enabled = False
+    if options.stall_threshold is not None:
+        fsm.stall_threshold = options.stall_threshold
 
 
 def run_command(
@@ -98,9 +101,11 @@ def resume_command(loop_arg: str, options: RunOptions) -> int:
         display = _display(fsm, options)
         executor = _executor(fsm, display, lock, persistence)
         saved = persistence.load_state_checked()
-        if saved is not None:
-            # Shown on the first event, so a refused resume prints only its reason.
-            display.preamble = _resume_header(saved, fsm)
+        if saved is None:
+            Logger().warning(f"Nothing to resume for: {loop_arg}")  # reference wording
+            return FAILED
+        # Shown on the first event, so a refused resume prints only its reason.
+        display.preamble = _resume_header(saved, fsm)
         result = _execute(executor, display, executor.resume_checked)
         return _report(result, fsm, loop_arg, display, options)
 
@@ -196,6 +201,9 @@ def _report(
     elif to_stdout:
         for line in summary.lines:
             write_line(line)
+    elif not display.broken_pipe:
+        for line in summary.essential:  # --quiet: only what the user needs to go on
+            write_line(line)
     return exit_code_for(result.terminated_by)
 
 
@@ -211,6 +219,8 @@ def _start_background(path: Path, fsm: FSMLoop, options: RunOptions) -> int:
         args.append("--verbose")
     if options.queue:
         args.append("--queue")
+    if options.stall_threshold is not None:
+        args += ["--stall-threshold", str(options.stall_threshold)]
     log_path = log_path_for(LOOPS_DIR, fsm.name)
     # Checked here so a refusal is seen at once, and held while the log of a running
     # loop would be truncated. A queued start waits in the background, not here.

@@ -121,6 +121,19 @@ def _refusal(state: LoopState, max_continuations: int, running_dir: Path) -> str
             f"{state.handoff_count} handoffs; to continue anyway: "
             f"ll-loop resume {name} --max-continuations {state.handoff_count}"
         )
+    ended = _ended_reason(state)
+    if ended is not None:
+        return f"{ended}; start a new run with: ll-loop run {name}"
+    if state.status == "running" and _owner_alive(state, running_dir):
+        return f"loop '{name}' is running (pid {state.pid})"
+    if state.status not in _RESUMABLE:
+        return f"loop '{name}' has status '{state.status}', which cannot be resumed"
+    return None
+
+
+def _ended_reason(state: LoopState) -> str | None:
+    """What ended a run for good (completed, failed...), or None if it did not end so."""
+    name = state.loop_name
     if state.status == "completed":
         return f"loop '{name}' already completed"
     if state.status == "failed":
@@ -129,10 +142,24 @@ def _refusal(state: LoopState, max_continuations: int, running_dir: Path) -> str
         return f"loop '{name}' was stopped by LOOP_STOP"
     if state.status == "handoff_terminated":
         return f"loop '{name}' ended at a handoff (handoff_terminated)"
-    if state.status == "running" and _owner_alive(state, running_dir):
-        return f"loop '{name}' is running (pid {state.pid})"
-    if state.status not in _RESUMABLE:
-        return f"loop '{name}' has status '{state.status}', which cannot be resumed"
+    return None
+
+
+def _loop_mismatch(state: LoopState, fsm: FSMLoop) -> str | None:
+    """Why the loop as it is now cannot continue the saved run (checked before anything
+    is written, so a refused resume leaves the run exactly as it was)."""
+    name = state.loop_name
+    if state.current_state not in fsm.states:
+        return (
+            f"loop '{name}' stopped at state '{state.current_state}', which the loop file "
+            f"no longer has; restore state '{state.current_state}' in the file, then: "
+            f"ll-loop resume {name}"
+        )
+    if state.terminated_by == "max_iterations" and state.iteration >= fsm.max_iterations:
+        return (
+            f"loop '{name}' reached max_iterations ({state.iteration} iterations done); "
+            f"to go on: ll-loop resume {name} -n {state.iteration + fsm.max_iterations}"
+        )
     return None
 
 
@@ -399,6 +426,8 @@ class PersistentExecutor:
         if state is None:
             raise NotResumableError(f"no saved state for '{self.fsm.name}'")
         reason = _refusal(state, self.fsm.max_continuations, self.persistence.running_dir)
+        if reason is None:
+            reason = _loop_mismatch(state, self.fsm)
         if reason is not None:
             raise NotResumableError(reason)
         self._restore(state)
