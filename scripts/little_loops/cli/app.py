@@ -150,6 +150,11 @@ def _add_running_commands(sub: Subparsers) -> None:
         type=_at_least_one,
         help="raise max_continuations (handoffs a run may be continued after) for this run",
     )
+    resume.add_argument(
+        "--from-history",
+        action="store_true",
+        help="first bring back the newest unfinished run a later `run` moved to .loops/.history/",
+    )
 
 
 def _documented_parser(sub: Subparsers, name: str, summary: str) -> argparse.ArgumentParser:
@@ -217,7 +222,7 @@ def _run(a: argparse.Namespace) -> int:
 def _resume(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_run import resume_command
 
-    return resume_command(a.loop, _run_options(a))
+    return resume_command(a.loop, _run_options(a), from_history=a.from_history)
 
 
 def _validate(a: argparse.Namespace) -> int:

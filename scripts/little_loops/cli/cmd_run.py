@@ -20,6 +20,7 @@ from little_loops.cli.exit_codes import FAILED, OK, exit_code_for
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.plan import plan_lines
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved
+from little_loops.cli.restore_run import bring_back_from_history
 from little_loops.cli.signals import shutdown_on_signals
 from little_loops.cli.summary import summarize
 from little_loops.fsm.errors import RunFilesError
@@ -27,6 +28,7 @@ from little_loops.fsm.executor import ExecutionResult
 from little_loops.fsm.locking import LoopLock, acquire_loop_lock
 from little_loops.fsm.persistence import (
     RUNNING_DIR,
+    ArchivedRun,
     LoopState,
     PersistentExecutor,
     StatePersistence,
@@ -86,12 +88,29 @@ def run_command(
             "",
         ]
         executor = _executor(fsm, display, lock, StatePersistence(fsm.name, LOOPS_DIR))
-        result = _execute(executor, display, executor.run)
+        _say_if_unfinished(executor.archive_previous(), loop_arg)
+        result = _execute(executor, display, lambda: executor.run(clear_previous=False))
         return _report(result, fsm, loop_arg, display, options)
 
 
-def resume_command(loop_arg: str, options: RunOptions) -> int:
-    """`ll-loop resume <loop>`: continue a saved run with run's progress and exit codes."""
+def _say_if_unfinished(archived: ArchivedRun | None, loop_arg: str) -> None:
+    """A new run moved an unfinished one away: say so, and how to get it back."""
+    if archived is None or archived.state is None or not archived.unfinished:
+        return
+    old = archived.state
+    write_error_line(
+        f"Archived the unfinished run of {old.loop_name} ({old.status} at state "
+        f"'{old.current_state}', iteration {old.current_iteration()}) to {archived.folder}; "
+        f"it was continued with ll-loop resume {loop_arg} (bring it back: "
+        f"ll-loop resume {loop_arg} --from-history)"
+    )
+
+
+def resume_command(loop_arg: str, options: RunOptions, *, from_history: bool = False) -> int:
+    """`ll-loop resume <loop>`: continue a saved run with run's progress and exit codes.
+
+    `from_history`: first bring back the newest unfinished run a later `run` archived.
+    """
     _, fsm = load_resolved(loop_arg)
     apply_overrides(fsm, options)
     persistence = StatePersistence(fsm.name, LOOPS_DIR)
@@ -100,6 +119,8 @@ def resume_command(loop_arg: str, options: RunOptions) -> int:
             persistence.remove_crash_leftovers()
         display = _display(fsm, options)
         executor = _executor(fsm, display, lock, persistence)
+        if from_history:
+            bring_back_from_history(executor, loop_arg, Logger(quiet=options.quiet))
         saved = persistence.load_state_checked()
         if saved is None:
             Logger().warning(f"Nothing to resume for: {loop_arg}")  # reference wording

@@ -15,6 +15,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from little_loops.fsm.executor import EventCallback, ExecutionResult, FSMExecuto
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.locking import lock_file_exists, read_holder
 from little_loops.fsm.output_files import stderr_log_path
-from little_loops.fsm.run_history import archive_previous_run
+from little_loops.fsm.run_history import UNFINISHED_STATUSES, archive_previous_run
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
 from little_loops.fsm.state_files import (
@@ -41,6 +42,7 @@ from little_loops.fsm.state_files import (
 __all__ = [
     "RUNNING_DIR",
     "STATE_VERSION",
+    "ArchivedRun",
     "LoopState",
     "NotResumableError",
     "PersistentExecutor",
@@ -65,9 +67,22 @@ _FINAL_STATUS = {
     "stalled": "stalled",
 }
 _NOT_DETAILS = ("event", "ts", "type", "verdict")
-_RESUMABLE = ("awaiting_continuation", "interrupted", "running", "stalled")
+_RESUMABLE = UNFINISHED_STATUSES
 # Statuses whose current state finished its action: on resume it runs as a new iteration.
 _STATE_FINISHED = ("awaiting_continuation", "stalled")
+
+
+@dataclass(frozen=True)
+class ArchivedRun:
+    """A previous run moved to the history: its folder and its state (None: unreadable)."""
+
+    folder: Path
+    state: LoopState | None
+
+    @property
+    def unfinished(self) -> bool:
+        """Whether `ll-loop resume` could have continued it."""
+        return self.state is not None and self.state.status in UNFINISHED_STATUSES
 
 
 class NotResumableError(LoopError):
@@ -321,15 +336,21 @@ class PersistentExecutor:
         """Run the loop (after archiving the previous run's files unless resuming); save
         the end."""
         if clear_previous:
-            with self._files_guard():
-                # The previous run's files go to `.loops/.history/`, never deleted; what
-                # clear_all removes then is only what a crashed writer left behind.
-                archive_previous_run(self.persistence, self._previous_run_extras())
-                self.persistence.clear_all()
+            self.archive_previous()
         try:
             return self._run_and_save()
         finally:
             self._let_spawned_session_go()
+
+    def archive_previous(self) -> ArchivedRun | None:
+        """Move the previous run's files to `.loops/.history/` (never deleted; what
+        clear_all removes then is only what a crashed writer left behind). Returns where
+        they went and the run's saved state, so the caller can say what was moved."""
+        with self._files_guard():
+            previous = self.persistence.load_state()
+            folder = archive_previous_run(self.persistence, self._previous_run_extras())
+            self.persistence.clear_all()
+        return ArchivedRun(folder, previous) if folder is not None else None
 
     def _previous_run_extras(self) -> list[Path]:
         handoff_log = self.handoff_handler.log_path(self.fsm.name)
