@@ -10,6 +10,10 @@ never blocks the child. Memory holds only the tails (`output_cap` bytes of each 
 Every expected failure (missing program, timeout, cancellation) becomes an
 `ActionResult` instead of an exception.
 
+When the action's shell exits while something it put in the background still runs in its
+group, the action is over but that group is kept (`background_groups`): it runs on, its
+output still going to the action's logs, until `stop_background()` at the end of the run.
+
 All waiting happens in one `select` on the calling thread, over the stderr pipe and a
 pidfd that becomes readable when the action exits; it wakes at least every
 `POLL_SECONDS`, so `cancel()` (safe from another thread or from a signal handler) is
@@ -26,9 +30,11 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from little_loops.fsm.background_groups import BackgroundGroups, group_exists
 from little_loops.fsm.claude_refusal import CLAUDE_NOT_FOUND as CLAUDE_NOT_FOUND
 from little_loops.fsm.claude_refusal import claude_not_found, claude_refusal
 from little_loops.fsm.output_files import SpareFiles, truncation_marker
@@ -39,6 +45,7 @@ from little_loops.fsm.output_streams import (
     StdoutFile,
     TextCallback,
 )
+from little_loops.fsm.process_groups import ActionGroup
 
 DEFAULT_OUTPUT_CAP = 1024 * 1024
 """Bytes of stdout (and of stderr) kept in memory per action: the tail survives."""
@@ -47,7 +54,8 @@ KILL_GRACE_SECONDS = 2.0
 """Time between SIGTERM and SIGKILL when stopping a process group."""
 
 PIPE_DRAIN_SECONDS = 0.5
-"""How long stderr may stay open after the action itself exited (background children)."""
+"""How long stderr may stay open after the action itself exited before the action counts
+as done and what it left in the background is kept running (`background_groups`)."""
 
 ABANDON_READERS_SECONDS = 1.0
 """After SIGKILL, how long to wait for stderr to close before giving up on it."""
@@ -109,6 +117,7 @@ class _RunningAction:
         self.stdout = stdout
         self.stderr = StderrPipe(process.stderr, cap, stdout.wanted_log_path)
         self.cancelled = False
+        self.adopted = False  # its group was kept running: the streams are not ours now
         self.exited_at: float | None = None
         self._behind = False  # the last follow stopped with lines still unread
         # poll(), not epoll: two descriptors, and no epoll instance to make, fill and
@@ -200,8 +209,9 @@ class _RunningAction:
         """Release the descriptors (the process is reaped or abandoned by now)."""
         self._close_pidfd()
         self._selector.close()
-        self.stderr.close()
-        self.stdout.close()
+        if not self.adopted:
+            self.stderr.close()
+            self.stdout.close()
 
 
 class DefaultActionRunner:
@@ -226,6 +236,10 @@ class DefaultActionRunner:
         # A cancel that arrives while no process runs (between actions, or just before one
         # starts) must still stop the next action, or Ctrl-C would wait for it to finish.
         self._cancel_requested = False
+        self.background = BackgroundGroups()
+        # Told the group of each action as it starts (e.g. to record it in the state, so
+        # a later process finds what a runner that died left running).
+        self.on_group_start: Callable[[ActionGroup], None] | None = None
 
     def run(
         self,
@@ -262,6 +276,8 @@ class DefaultActionRunner:
         if self._cancel_requested:
             self._cancel_running(running)
         try:
+            if self.on_group_start is not None:
+                self.on_group_start(ActionGroup.of(running.process.pid))
             readers = OutputReaders(on_line, on_text)
             return self._supervise(running, started, timeout, readers, is_slash_command)
         except BaseException:
@@ -272,6 +288,10 @@ class DefaultActionRunner:
             self._current = None
             self._cancel_requested = False
             running.close()
+
+    def stop_background(self) -> None:
+        """Stop what the actions of this run left running in the background (run end)."""
+        self.background.stop_all(KILL_GRACE_SECONDS, ABANDON_READERS_SECONDS)
 
     def cancel(self) -> None:
         """Stop the running action, or the next one to start (safe from signal handlers)."""
@@ -333,11 +353,13 @@ class DefaultActionRunner:
         is_slash_command: bool,
     ) -> ActionResult:
         outcome = running.wait(started + timeout, readers)
-        if outcome != "finished":
+        if outcome not in ("finished", "lingering"):
             running.stop_group(readers)
         running.stdout.finish(readers)
         running.stdout.publish_log()
         result = self._result(running, readers.present)
+        if outcome == "lingering" or (outcome == "finished" and group_exists(running.process.pid)):
+            self._keep_in_background(running)
         result.duration_ms = _ms_since(started)
         if outcome == "cancelled":
             _mark_interrupted(result, CANCELLED_EXIT_CODE, CANCELLED_MESSAGE)
@@ -346,6 +368,11 @@ class DefaultActionRunner:
         elif is_slash_command:
             _explain_claude_refusal(result)
         return result
+
+    def _keep_in_background(self, running: _RunningAction) -> None:
+        """The shell exited but its group runs on: keep it until the run ends."""
+        running.adopted = True
+        self.background.adopt(running.process.pid, running.stdout, running.stderr)
 
     def _result(self, running: _RunningAction, followed: bool) -> ActionResult:
         output, dropped = running.stdout.tail(self.output_cap, followed=followed)
