@@ -17,6 +17,7 @@ from pathlib import Path
 from little_loops.cli.background import log_path_for, start_detached
 from little_loops.cli.display import ProgressDisplay
 from little_loops.cli.exit_codes import FAILED, OK, exit_code_for
+from little_loops.cli.orphans import stop_orphans, stopped_line
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.plan import plan_lines
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved
@@ -125,6 +126,10 @@ def resume_command(loop_arg: str, options: RunOptions, *, from_history: bool = F
         if saved is None:
             Logger().warning(f"Nothing to resume for: {loop_arg}")  # reference wording
             return FAILED
+        # We hold the lock, so the runner that recorded these is gone: never run an
+        # action again beside the copy it left running.
+        for pgid in stop_orphans(saved, loop_arg):
+            Logger(quiet=options.quiet).warning(stopped_line(pgid))
         # Shown on the first event, so a refused resume prints only its reason.
         display.preamble = _resume_header(saved, fsm)
         result = _execute(executor, display, executor.resume_checked)

@@ -24,7 +24,7 @@ import threading
 import time
 
 from little_loops.fsm.output_streams import StderrPipe, StdoutFile
-from little_loops.fsm.process_groups import PROC, live_processes
+from little_loops.fsm.process_groups import PROC, ActionGroup, live_processes
 
 PUBLISH_SECONDS = 0.25
 """How often a background group's stdout log is checked for a first write (to name it)."""
@@ -59,13 +59,14 @@ def wait_for_group_end(pgid: int, seconds: float) -> bool:
 class _BackgroundGroup:
     """One adopted group: its id, its output streams, and the thread reading its stderr."""
 
-    def __init__(self, pgid: int, stdout: StdoutFile, stderr: StderrPipe) -> None:
-        self.pgid = pgid
+    def __init__(self, group: ActionGroup, stdout: StdoutFile, stderr: StderrPipe) -> None:
+        self.group = group
+        self.pgid = group.pgid
         self._stdout = stdout
         self._stderr = stderr
         self._wake_read, self._wake_write = os.pipe()
         self._thread = threading.Thread(
-            target=self._read_output, name=f"ll-loop background group {pgid}", daemon=True
+            target=self._read_output, name=f"ll-loop background group {self.pgid}", daemon=True
         )
         self._thread.start()
 
@@ -115,13 +116,13 @@ class BackgroundGroups:
         self._groups: list[_BackgroundGroup] = []
 
     @property
-    def pgids(self) -> list[int]:
-        """The ids of the groups still kept."""
-        return [group.pgid for group in self._groups]
+    def groups(self) -> list[ActionGroup]:
+        """The groups still kept."""
+        return [kept.group for kept in self._groups]
 
-    def adopt(self, pgid: int, stdout: StdoutFile, stderr: StderrPipe) -> None:
-        """Keep group `pgid` running; its streams are now owned (and closed) here."""
-        self._groups.append(_BackgroundGroup(pgid, stdout, stderr))
+    def adopt(self, group: ActionGroup, stdout: StdoutFile, stderr: StderrPipe) -> None:
+        """Keep `group` running; its streams are now owned (and closed) here."""
+        self._groups.append(_BackgroundGroup(group, stdout, stderr))
 
     def stop_all(self, grace_seconds: float, abandon_seconds: float) -> None:
         """Stop every kept group (SIGTERM first, all at once, then each is waited for)."""

@@ -21,10 +21,16 @@ from typing import Any
 
 from little_loops.fsm.checkpoint import GitCheckpointer
 from little_loops.fsm.errors import LoopError, RunFilesError, StateFileError
-from little_loops.fsm.executor import EventCallback, ExecutionResult, FSMExecutor
+from little_loops.fsm.executor import (
+    DefaultActionRunner,
+    EventCallback,
+    ExecutionResult,
+    FSMExecutor,
+)
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.locking import lock_file_exists, read_holder
 from little_loops.fsm.output_files import stderr_log_path
+from little_loops.fsm.process_groups import ActionGroup
 from little_loops.fsm.run_history import UNFINISHED_STATUSES, archive_previous_run
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
@@ -239,6 +245,10 @@ class PersistentExecutor:
         self._resumed_at: str | None = None
         self._phase: str | None = None
         self._host = socket.gethostname()
+        self._action_group: ActionGroup | None = None  # of the action under way, once told
+        self._runner = self._executor.action_runner
+        if isinstance(self._runner, DefaultActionRunner):
+            self._runner.on_group_running = self._record_action_group
         # Visits are saved only for loops that limit them: other state files stay as short.
         self._counts_visits = any(state.max_visits for state in fsm.states.values())
 
@@ -279,6 +289,8 @@ class PersistentExecutor:
             self._save_snapshot(str(event["to"]))
         elif kind == "evaluate":
             self._last_result = _evaluation_record(event)
+        elif kind == "action_complete":
+            self._action_group = None
         elif kind == "handoff_detected":
             self._continuation_prompt = event.get("continuation")
             if self.handoff_handler.behavior is HandoffBehavior.SPAWN:
@@ -299,6 +311,23 @@ class PersistentExecutor:
         # Still `running` when the next state is terminal: `completed` is written only
         # after the `loop_complete` event, so a completed state file always has one.
         self.persistence.save_state(self._build_state(current_state, "running"))
+
+    def _record_action_group(self, group: ActionGroup) -> None:
+        """An action has been running a while: note its process group in the state, so a
+        later process can stop it if this one dies. Not flushed to disk: a power cut ends
+        the action too. Skipped once a write has failed (the run is ending then)."""
+        self._action_group = group
+        if self._save_failure is not None:
+            return
+        state = self._build_state(self._executor.current_state, "running")
+        with contextlib.suppress(OSError):  # the next snapshot reports a real failure
+            self.persistence.save_state(state, durable=False)
+
+    def _action_groups(self) -> list[dict[str, Any]]:
+        groups = [self._action_group] if self._action_group is not None else []
+        if isinstance(self._runner, DefaultActionRunner):
+            groups += self._runner.background.groups
+        return [group.to_dict() for group in groups]
 
     def _save_handoff_before_spawn(self) -> None:
         state = self._build_state(self._executor.current_state, "awaiting_continuation")
@@ -328,6 +357,7 @@ class PersistentExecutor:
             visits=executor.guards.visits.to_dict() if self._counts_visits else {},
             stall_streaks=executor.guards.stall.to_dict(),
             errors=executor.guards.errors.to_list(),
+            action_groups=self._action_groups(),
         )
 
     # --- run and resume -----------------------------------------------------------------

@@ -61,6 +61,10 @@ ABANDON_READERS_SECONDS = 1.0
 """After SIGKILL, how long to wait for stderr to close before giving up on it."""
 
 POLL_SECONDS = 0.05
+
+GROUP_NOTICE_SECONDS = 0.2
+"""How long an action runs before `on_group_running` is told its group: a shorter action
+costs nothing more, and one killed with its runner within that time has ended anyway."""
 """Longest wait between checks for a cancel, for new lines, and (without pidfd) an exit."""
 
 TIMEOUT_EXIT_CODE = 124
@@ -111,9 +115,15 @@ def _open_pidfd(pid: int) -> int | None:
 class _RunningAction:
     """One started process, its two output streams, and the wait for its end."""
 
-    def __init__(self, process: subprocess.Popen[bytes], stdout: StdoutFile, cap: int) -> None:
+    def __init__(
+        self, process: subprocess.Popen[bytes], stdout: StdoutFile, cap: int, group: ActionGroup
+    ) -> None:
         assert process.stderr is not None
         self.process = process
+        self.group = group
+        # Called once when the action has run `GROUP_NOTICE_SECONDS` (see the runner).
+        self.notice: Callable[[ActionGroup], None] | None = None
+        self.notice_at = 0.0
         self.stdout = stdout
         self.stderr = StderrPipe(process.stderr, cap, stdout.wanted_log_path)
         self.cancelled = False
@@ -142,6 +152,7 @@ class _RunningAction:
         while not self.finished:
             if self.cancelled:
                 return "cancelled"
+            self._give_notice()
             limit = deadline
             if self.exited_at is not None:
                 limit = min(deadline, self.exited_at + PIPE_DRAIN_SECONDS)
@@ -149,6 +160,12 @@ class _RunningAction:
                 return "lingering" if self.exited_at is not None else "timeout"
         # A cancel that killed the action shows up as its exit: it is still a cancel.
         return "cancelled" if self.cancelled else "finished"
+
+    def _give_notice(self) -> None:
+        due = self.exited_at is None and time.monotonic() >= self.notice_at
+        if self.notice is not None and due:
+            notice, self.notice = self.notice, None
+            notice(self.group)
 
     def collect(self, until: float, readers: OutputReaders) -> bool:
         """Watch until finished or `until`; True when finished."""
@@ -237,9 +254,9 @@ class DefaultActionRunner:
         # starts) must still stop the next action, or Ctrl-C would wait for it to finish.
         self._cancel_requested = False
         self.background = BackgroundGroups()
-        # Told the group of each action as it starts (e.g. to record it in the state, so
-        # a later process finds what a runner that died left running).
-        self.on_group_start: Callable[[ActionGroup], None] | None = None
+        # Told the group of an action that has run `GROUP_NOTICE_SECONDS` (e.g. to record
+        # it in the state, so a later process finds what a runner that died left running).
+        self.on_group_running: Callable[[ActionGroup], None] | None = None
 
     def run(
         self,
@@ -276,8 +293,8 @@ class DefaultActionRunner:
         if self._cancel_requested:
             self._cancel_running(running)
         try:
-            if self.on_group_start is not None:
-                self.on_group_start(ActionGroup.of(running.process.pid))
+            running.notice = self.on_group_running
+            running.notice_at = started + GROUP_NOTICE_SECONDS
             readers = OutputReaders(on_line, on_text)
             return self._supervise(running, started, timeout, readers, is_slash_command)
         except BaseException:
@@ -334,8 +351,12 @@ class DefaultActionRunner:
         except BaseException:
             stdout.close()
             raise
+        # The leader's start time tells this group from a later one with the same id; it
+        # is only needed when someone records the groups.
+        recorded = self.on_group_running is not None
+        group = ActionGroup.of(process.pid) if recorded else ActionGroup(process.pid)
         try:
-            running = _RunningAction(process, stdout, self.output_cap)
+            running = _RunningAction(process, stdout, self.output_cap, group)
         except BaseException:
             _kill_and_reap(process)
             stdout.close()
@@ -372,7 +393,7 @@ class DefaultActionRunner:
     def _keep_in_background(self, running: _RunningAction) -> None:
         """The shell exited but its group runs on: keep it until the run ends."""
         running.adopted = True
-        self.background.adopt(running.process.pid, running.stdout, running.stderr)
+        self.background.adopt(running.group, running.stdout, running.stderr)
 
     def _result(self, running: _RunningAction, followed: bool) -> ActionResult:
         output, dropped = running.stdout.tail(self.output_cap, followed=followed)
