@@ -93,6 +93,13 @@ class ActionGroup:
         """The group a just-started action (session leader `pid`) runs in."""
         return cls(pid, start_ticks(pid))
 
+    @classmethod
+    def left_behind(cls, pgid: int) -> ActionGroup:
+        """A group whose leader has ended: dated by its earliest live member (members
+        start after their leader, so the check in `members` still holds)."""
+        starts = [stat.start_ticks for stat in live_processes() if stat.pgrp == pgid]
+        return cls(pgid, min(starts) if starts else None)
+
     def members(self) -> list[int]:
         """The live processes still in this very group (see the module doc)."""
         leader = read_stat(self.pgid)

@@ -61,11 +61,11 @@ ABANDON_READERS_SECONDS = 1.0
 """After SIGKILL, how long to wait for stderr to close before giving up on it."""
 
 POLL_SECONDS = 0.05
+"""Longest wait between checks for a cancel, for new lines, and (without pidfd) an exit."""
 
 GROUP_NOTICE_SECONDS = 0.2
 """How long an action runs before `on_group_running` is told its group: a shorter action
 costs nothing more, and one killed with its runner within that time has ended anyway."""
-"""Longest wait between checks for a cancel, for new lines, and (without pidfd) an exit."""
 
 TIMEOUT_EXIT_CODE = 124
 MISSING_PROGRAM_EXIT_CODE = 127
@@ -115,12 +115,9 @@ def _open_pidfd(pid: int) -> int | None:
 class _RunningAction:
     """One started process, its two output streams, and the wait for its end."""
 
-    def __init__(
-        self, process: subprocess.Popen[bytes], stdout: StdoutFile, cap: int, group: ActionGroup
-    ) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], stdout: StdoutFile, cap: int) -> None:
         assert process.stderr is not None
         self.process = process
-        self.group = group
         # Called once when the action has run `GROUP_NOTICE_SECONDS` (see the runner).
         self.notice: Callable[[ActionGroup], None] | None = None
         self.notice_at = 0.0
@@ -165,7 +162,7 @@ class _RunningAction:
         due = self.exited_at is None and time.monotonic() >= self.notice_at
         if self.notice is not None and due:
             notice, self.notice = self.notice, None
-            notice(self.group)
+            notice(ActionGroup.of(self.process.pid))  # dated now: only long actions pay
 
     def collect(self, until: float, readers: OutputReaders) -> bool:
         """Watch until finished or `until`; True when finished."""
@@ -351,12 +348,8 @@ class DefaultActionRunner:
         except BaseException:
             stdout.close()
             raise
-        # The leader's start time tells this group from a later one with the same id; it
-        # is only needed when someone records the groups.
-        recorded = self.on_group_running is not None
-        group = ActionGroup.of(process.pid) if recorded else ActionGroup(process.pid)
         try:
-            running = _RunningAction(process, stdout, self.output_cap, group)
+            running = _RunningAction(process, stdout, self.output_cap)
         except BaseException:
             _kill_and_reap(process)
             stdout.close()
@@ -393,7 +386,8 @@ class DefaultActionRunner:
     def _keep_in_background(self, running: _RunningAction) -> None:
         """The shell exited but its group runs on: keep it until the run ends."""
         running.adopted = True
-        self.background.adopt(running.group, running.stdout, running.stderr)
+        group = ActionGroup.left_behind(running.process.pid)
+        self.background.adopt(group, running.stdout, running.stderr)
 
     def _result(self, running: _RunningAction, followed: bool) -> ActionResult:
         output, dropped = running.stdout.tail(self.output_cap, followed=followed)
