@@ -6,6 +6,7 @@ Issue 11 item 2. Real loops in `tmp_path`; only the terminal is captured.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,22 @@ def test_restore_archived_run_moves_every_file_back(tmp_path: Path) -> None:
     loaded = persistence.load_state()
     assert loaded is not None and loaded.status == "interrupted"
     assert (persistence.logs_dir / "1-a.log").read_text() == "out\n"
+
+
+def test_run_in_the_background_over_a_paused_run_says_so_before_detaching(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_loop(tmp_path, "tour", PAUSING_LOOP)
+    assert main_loop(["run", "tour", "-q"]) == 3
+    capsys.readouterr()
+    code, _, err = cli_in_process(capsys, "run", "tour", "--background", "-q")
+    assert code == 0
+    assert err == (
+        "The unfinished run of tour (awaiting_continuation at state 'wave') is moved to "
+        ".loops/.history/tour/; bring it back later with: ll-loop resume tour --from-history\n"
+    )
+    log = tmp_path / ".loops/.running/tour.log"
+    deadline = time.monotonic() + 30
+    while "Resume with" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline, "the background run never paused"
+        time.sleep(0.05)

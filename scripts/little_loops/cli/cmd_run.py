@@ -34,6 +34,7 @@ from little_loops.fsm.persistence import (
     PersistentExecutor,
     StatePersistence,
 )
+from little_loops.fsm.run_history import UNFINISHED_STATUSES
 from little_loops.fsm.schema import FSMLoop
 
 HANDOFF_LOCK_WAIT_SECONDS = 15.0
@@ -92,6 +93,17 @@ def run_command(
         _say_if_unfinished(executor.archive_previous(), loop_arg)
         result = _execute(executor, display, lambda: executor.run(clear_previous=False))
         return _report(result, fsm, loop_arg, display, options)
+
+
+def _warn_before_archiving(persistence: StatePersistence) -> None:
+    """`run --background` archives in the detached process: say it here, where it is seen."""
+    old = persistence.load_state()
+    if old is not None and old.status in UNFINISHED_STATUSES:
+        write_error_line(
+            f"The unfinished run of {old.loop_name} ({old.status} at state "
+            f"'{old.current_state}') is moved to .loops/.history/{old.loop_name}/; "
+            f"bring it back later with: ll-loop resume {old.loop_name} --from-history"
+        )
 
 
 def _say_if_unfinished(archived: ArchivedRun | None, loop_arg: str) -> None:
@@ -251,6 +263,7 @@ def _start_background(path: Path, fsm: FSMLoop, options: RunOptions) -> int:
     # Checked here so a refusal is seen at once, and held while the log of a running
     # loop would be truncated. A queued start waits in the background, not here.
     with _take_lock(fsm, options, check_scope=not options.queue):
+        _warn_before_archiving(StatePersistence(fsm.name, LOOPS_DIR))
         pid = start_detached(args, log_path)
     logger = Logger(quiet=options.quiet)
     logger.success(f"Started {fsm.name} in the background (pid {pid})")
