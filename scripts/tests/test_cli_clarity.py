@@ -211,7 +211,7 @@ def test_resume_background_refuses_up_front(tmp_path: Path) -> None:
     write_loop(tmp_path, "simple", SIMPLE_LOOP)
     refused = run_cli(tmp_path, "resume", "simple", "--background")
     assert (refused.returncode, refused.stdout) == (1, "")
-    assert refused.stderr.endswith("] no saved state for 'simple'\n")
+    assert refused.stderr.endswith("] Nothing to resume for: simple\n")
 
 
 # --- item 16 / issue 10 item 5: history ------------------------------------------------

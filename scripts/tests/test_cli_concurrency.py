@@ -114,6 +114,8 @@ def test_a_second_start_is_refused_and_touches_none_of_the_first_runs_files(
     write_loop(tmp_path, "slow", SLOW_LOOP)
     assert run_cli(tmp_path, "slow", "--background").returncode == 0
     wait_for_action_start(tmp_path, "slow")
+    # The run's own last write before a long wait: its action's group, after 0.2 s.
+    _wait_until(lambda: "action_groups" in _state(tmp_path, "slow"), "the group record")
     first = _state(tmp_path, "slow")["pid"]
     before = _files(tmp_path)
     for args in (

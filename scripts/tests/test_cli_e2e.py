@@ -132,7 +132,7 @@ def test_handoff_pause_and_resume(tmp_path: Path) -> None:
     again = run_cli(tmp_path, "resume", "handoff")
     assert (again.returncode, normalize(again.stderr)) == (
         1,
-        "[T] loop 'handoff' already completed\n",
+        "[T] loop 'handoff' already completed; start a new run with: ll-loop run handoff\n",
     )
 
 

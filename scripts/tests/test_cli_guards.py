@@ -95,7 +95,10 @@ def test_a_stalled_run_says_why_and_how_to_go_on() -> None:
     assert summarize(result, fsm(), "demo") == Summary(
         [
             "Loop stalled: check (5 iterations, 1.5s) - state 'check' ...",
-            "Resume with: ll-loop resume demo",
+            "Resume with: ll-loop resume demo (once what repeats is fixed; otherwise it "
+            "stalls again at once)",
+            "Or without the stall guard: ll-loop resume demo --stall-threshold 0 "
+            "(or raise stall_threshold in the loop file)",
         ],
         is_problem=True,
     )

@@ -181,7 +181,11 @@ def test_resume_past_max_continuations_needs_a_higher_limit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_loop(tmp_path, "bounded", BOUNDED_LOOP)
-    assert cli_in_process(capsys, "bounded", "-q") == (3, "", "")
+    assert cli_in_process(capsys, "bounded", "-q") == (
+        3,
+        "Resume with: ll-loop resume bounded\n",
+        "",
+    )
     assert cli_in_process(capsys, "resume", "bounded", "-q") == (
         3,
         "",
@@ -216,13 +220,13 @@ def test_resume_refuses_a_finished_run(tmp_path: Path, capsys: pytest.CaptureFix
     assert cli_in_process(capsys, "resume", "simple") == (
         1,
         "",
-        "[T] no saved state for 'simple'\n",
+        "[T] Nothing to resume for: simple\n",
     )
     main_loop(["simple", "-q"])
     assert cli_in_process(capsys, "resume", "simple") == (
         1,
         "",
-        "[T] loop 'simple' already completed\n",
+        "[T] loop 'simple' already completed; start a new run with: ll-loop run simple\n",
     )
 
 

@@ -201,7 +201,7 @@ def test_pause_status_list_resume_completed(tmp_path: Path) -> None:
     assert project.ll_loop("resume", "paused") == (
         1,
         "",
-        "[T] loop 'paused' already completed\n",
+        "[T] loop 'paused' already completed; start a new run with: ll-loop run paused\n",
     )
     project.assert_nothing_written_outside()
 
@@ -301,7 +301,8 @@ def test_terminate_saves_the_prompt_and_cannot_be_resumed(tmp_path: Path) -> Non
     assert project.ll_loop("resume", "ended") == (
         1,
         "",
-        "[T] loop 'ended' ended at a handoff (handoff_terminated)\n",
+        "[T] loop 'ended' ended at a handoff (handoff_terminated); "
+        "start a new run with: ll-loop run ended\n",
     )
     project.assert_nothing_written_outside()
 
@@ -487,7 +488,7 @@ def test_fatal_error_fails_the_run_and_is_not_resumable(tmp_path: Path) -> None:
     assert project.ll_loop("resume", "fatal") == (
         1,
         "",
-        "[T] loop 'fatal' failed: database is gone\n",
+        "[T] loop 'fatal' failed: database is gone; start a new run with: ll-loop run fatal\n",
     )
 
 
@@ -508,6 +509,6 @@ def test_loop_stop_ends_cleanly_and_is_not_resumable(tmp_path: Path) -> None:
     assert project.ll_loop("resume", "stopper") == (
         1,
         "",
-        "[T] loop 'stopper' was stopped by LOOP_STOP\n",
+        "[T] loop 'stopper' was stopped by LOOP_STOP; start a new run with: ll-loop run stopper\n",
     )
     project.assert_nothing_written_outside()

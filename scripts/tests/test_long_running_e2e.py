@@ -317,7 +317,10 @@ def test_a_loop_failing_the_same_way_stalls_and_resumes_with_its_counters(
         "Loop stalled: check (5 iterations, Ns) - state 'check' ended with verdict 'failure' "
         "and the same output 3 times in a row; it said:\n"
         "  | T FAILED test_login\n"
-        "Resume with: ll-loop resume stuck\n"
+        "Resume with: ll-loop resume stuck (once what repeats is fixed; otherwise it stalls "
+        "again at once)\n"
+        "Or without the stall guard: ll-loop resume stuck --stall-threshold 0 "
+        "(or raise stall_threshold in the loop file)\n"
         "Errors during the run (3):\n"
         "  iterations 1 to 5, check: action failed: exit code 1 (3 times)\n"
         "    | AssertionError: 500\n"
@@ -381,7 +384,8 @@ def test_max_visits_without_a_way_out_stalls(project: Path) -> None:
     assert result.returncode == 5, result.stdout + result.stderr
     assert normalize(result.stderr) == (
         "Loop stalled: poll (3 iterations, Ns) - state 'poll' was entered 3 times "
-        "(max_visits: 3)\nResume with: ll-loop resume visits\n"
+        "(max_visits: 3)\nResume with: ll-loop resume visits (after raising max_visits of "
+        "'poll' in the loop file)\n"
     )
 
 

@@ -730,14 +730,20 @@ def test_loop_timeout_counts_time_spent_before_the_resume(loops_dir: Path) -> No
     assert saved_state(loops_dir)["status"] == "failed"
 
 
+_NEW_RUN = "; start a new run with: ll-loop run demo"
+
+
 @pytest.mark.parametrize(
     ("fields", "reason"),
     [
-        ({"status": "completed"}, "loop 'demo' already completed"),
-        ({"status": "failed", "error": "boom"}, "loop 'demo' failed: boom"),
-        ({"status": "failed"}, "loop 'demo' failed"),
-        ({"status": "stopped"}, "loop 'demo' was stopped by LOOP_STOP"),
-        ({"status": "handoff_terminated"}, "loop 'demo' ended at a handoff (handoff_terminated)"),
+        ({"status": "completed"}, "loop 'demo' already completed" + _NEW_RUN),
+        ({"status": "failed", "error": "boom"}, "loop 'demo' failed: boom" + _NEW_RUN),
+        ({"status": "failed"}, "loop 'demo' failed" + _NEW_RUN),
+        ({"status": "stopped"}, "loop 'demo' was stopped by LOOP_STOP" + _NEW_RUN),
+        (
+            {"status": "handoff_terminated"},
+            "loop 'demo' ended at a handoff (handoff_terminated)" + _NEW_RUN,
+        ),
         ({"pid": os.getpid()}, f"loop 'demo' is running (pid {os.getpid()})"),
         ({"pid": os.getpid(), "host": None}, f"loop 'demo' is running (pid {os.getpid()})"),
         ({"status": "paused"}, "loop 'demo' has status 'paused', which cannot be resumed"),

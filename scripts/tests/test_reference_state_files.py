@@ -109,7 +109,7 @@ def test_list_running_lists_states_the_reference_wrote(tmp_path: Path) -> None:
     finished = run_cli(tmp_path, "list", "--running")
     assert (finished.returncode, finished.stderr) == (0, "")
     assert finished.stdout.splitlines() == [
-        "Running loops:",
+        "Unfinished runs:",
         "  counter: a (iteration 2) - running",
         "  handoff: a (iteration 2) - awaiting_continuation",
     ]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from little_loops.cli.processes import is_running
 from little_loops.fsm import output_streams
 from little_loops.fsm import runner as runner_module
 from little_loops.fsm.runner import (
@@ -201,12 +202,17 @@ def test_timeout_kills_background_children_too(tmp_path: Path) -> None:
 
 
 def test_background_child_holding_the_pipe_does_not_hang_the_run(tmp_path: Path) -> None:
+    """The action is over when its shell exits; the child runs on until the run ends."""
     pid_file = tmp_path / "pid"
     started = time.monotonic()
-    result = DefaultActionRunner().run(f"sleep 30 & echo $! > {pid_file}; echo done", 20, False)
+    runner = DefaultActionRunner()
+    result = runner.run(f"sleep 30 & echo $! > {pid_file}; echo done", 20, False)
     assert time.monotonic() - started < 2.0
     assert (result.output, result.exit_code, result.timed_out) == ("done\n", 0, False)
-    assert process_gone(int(pid_file.read_text()))
+    pid = int(pid_file.read_text())
+    assert is_running(pid)  # still there: the run has not ended
+    runner.stop_background()
+    assert process_gone(pid)
 
 
 def test_output_written_by_a_background_child_shortly_after_exit_is_kept() -> None:

@@ -49,6 +49,7 @@ _RUN_LONG_FLAGS = (
     "--quiet",
     "--verbose",
     "--queue",
+    "--stall-threshold",
 )
 
 
@@ -107,6 +108,12 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="if a running loop shares the scope, wait for it to end instead of refusing",
     )
+    parser.add_argument(
+        "--stall-threshold",
+        type=_not_negative,
+        metavar="N",
+        help="override stall_threshold for this run (0 turns the stall guard off)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -145,6 +152,11 @@ def _add_running_commands(sub: Subparsers) -> None:
         "--max-continuations",
         type=_at_least_one,
         help="raise max_continuations (handoffs a run may be continued after) for this run",
+    )
+    resume.add_argument(
+        "--from-history",
+        action="store_true",
+        help="first bring back the newest unfinished run a later `run` moved to .loops/.history/",
     )
 
 
@@ -207,6 +219,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         quiet=args.quiet,
         verbose=args.verbose,
         queue=args.queue,
+        stall_threshold=args.stall_threshold,
     )
 
 
@@ -223,7 +236,9 @@ def _resume(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_run import resume_command
 
     _check_running_dir()
-    return resume_command(a.loop, _run_options(a), background=a.background)
+    return resume_command(
+        a.loop, _run_options(a), background=a.background, from_history=a.from_history
+    )
 
 
 def _validate(a: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from little_loops.cli import orphans
 from little_loops.cli.error_list import error_lines
 from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.liveness import Owner, describe_status, owner_of, process_alive
@@ -127,6 +128,7 @@ def status_lines(state: LoopState, loop_arg: str) -> list[str]:
     lines = [
         f"Loop: {state.loop_name}",
         f"Status: {describe_status(state, loop_arg)}",
+        *_orphan_lines(state),
         f"Current state: {state.current_state}",
         f"Iteration: {state.current_iteration()}",
         f"Started: {state.started_at}",
@@ -145,6 +147,13 @@ def status_lines(state: LoopState, loop_arg: str) -> list[str]:
         state.errors, loop_arg, last=STATUS_ERRORS, stderr_lines=STATUS_STDERR_LINES
     )
     return lines + errors
+
+
+def _orphan_lines(state: LoopState) -> list[str]:
+    """Actions left running by a runner that died (`ll-loop stop` or `resume` end them)."""
+    if not state.action_groups or owner_of(state) is Owner.ALIVE:
+        return []
+    return [orphans.status_line(group) for group in orphans.orphaned_groups(state)]
 
 
 # --- history ---------------------------------------------------------------------------

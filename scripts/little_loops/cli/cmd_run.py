@@ -16,10 +16,12 @@ from pathlib import Path
 
 from little_loops.cli.background import log_path_for, refuse_unresumable, start_detached
 from little_loops.cli.display import ProgressDisplay
-from little_loops.cli.exit_codes import OK, exit_code_for
+from little_loops.cli.exit_codes import FAILED, OK, exit_code_for
+from little_loops.cli.orphans import stop_orphans, stopped_line
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.plan import plan_lines
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved
+from little_loops.cli.restore_run import bring_back_from_history
 from little_loops.cli.signals import shutdown_on_signals
 from little_loops.cli.summary import summarize
 from little_loops.fsm.errors import RunFilesError
@@ -27,10 +29,12 @@ from little_loops.fsm.executor import ExecutionResult
 from little_loops.fsm.locking import LoopLock, acquire_loop_lock
 from little_loops.fsm.persistence import (
     RUNNING_DIR,
+    ArchivedRun,
     LoopState,
     PersistentExecutor,
     StatePersistence,
 )
+from little_loops.fsm.run_history import UNFINISHED_STATUSES
 from little_loops.fsm.schema import FSMLoop
 
 HANDOFF_LOCK_WAIT_SECONDS = 15.0
@@ -48,6 +52,7 @@ class RunOptions:
     quiet: bool = False
     verbose: bool = False
     queue: bool = False
+    stall_threshold: int | None = None
 
 
 def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
@@ -60,6 +65,8 @@ def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
         fsm.llm.model = options.llm_model
     if options.no_llm:
         fsm.llm.enabled = False
+    if options.stall_threshold is not None:
+        fsm.stall_threshold = options.stall_threshold
 
 
 def run_command(
@@ -83,27 +90,70 @@ def run_command(
             "",
         ]
         executor = _executor(fsm, display, lock, StatePersistence(fsm.name, LOOPS_DIR))
-        result = _execute(executor, display, executor.run)
+        _say_if_unfinished(executor.archive_previous(), loop_arg)
+        result = _execute(executor, display, lambda: executor.run(clear_previous=False))
         return _report(result, fsm, loop_arg, display, options)
 
 
-def resume_command(loop_arg: str, options: RunOptions, *, background: bool = False) -> int:
-    """`ll-loop resume <loop>`: continue a saved run with run's progress and exit codes."""
+def _warn_before_archiving(persistence: StatePersistence) -> None:
+    """`run --background` archives in the detached process: say it here, where it is seen."""
+    old = persistence.load_state()
+    if old is not None and old.status in UNFINISHED_STATUSES:
+        write_error_line(
+            f"The unfinished run of {old.loop_name} ({old.status} at state "
+            f"'{old.current_state}') is moved to .loops/.history/{old.loop_name}/; "
+            f"bring it back later with: ll-loop resume {old.loop_name} --from-history"
+        )
+
+
+def _say_if_unfinished(archived: ArchivedRun | None, loop_arg: str) -> None:
+    """A new run moved an unfinished one away: say so, and how to get it back."""
+    if archived is None or archived.state is None or not archived.unfinished:
+        return
+    old = archived.state
+    write_error_line(
+        f"Archived the unfinished run of {old.loop_name} ({old.status} at state "
+        f"'{old.current_state}', iteration {old.current_iteration()}) to {archived.folder}; "
+        f"it was continued with ll-loop resume {loop_arg} (bring it back: "
+        f"ll-loop resume {loop_arg} --from-history)"
+    )
+
+
+def resume_command(
+    loop_arg: str, options: RunOptions, *, background: bool = False, from_history: bool = False
+) -> int:
+    """`ll-loop resume <loop>`: continue a saved run with run's progress and exit codes.
+
+    `from_history`: first bring back the newest unfinished run a later `run` archived.
+    `background`: detach, as `run --background` does.
+    """
     path, fsm = load_resolved(loop_arg)
     apply_overrides(fsm, options)
     persistence = StatePersistence(fsm.name, LOOPS_DIR)
     if background:
-        refuse_unresumable(persistence, fsm)  # seen here, not only in the log
-        return _start_background(path, fsm, options, command="resume")
+        if not from_history:  # else the run to resume is still in .loops/.history/
+            if persistence.load_state_checked() is None:
+                Logger().warning(f"Nothing to resume for: {loop_arg}")  # as in the foreground
+                return FAILED
+            refuse_unresumable(persistence, fsm)  # seen here, not only in the log
+        return _start_background(path, fsm, options, command="resume", from_history=from_history)
     with _take_lock(fsm, options, wait=_lock_wait(persistence)) as lock:
         with contextlib.suppress(OSError):  # then the first write fails and says why
             persistence.remove_crash_leftovers()
         display = _display(fsm, options)
         executor = _executor(fsm, display, lock, persistence)
+        if from_history:
+            bring_back_from_history(executor, loop_arg, Logger(quiet=options.quiet))
         saved = persistence.load_state_checked()
-        if saved is not None:
-            # Shown on the first event, so a refused resume prints only its reason.
-            display.preamble = _resume_header(saved, fsm)
+        if saved is None:
+            Logger().warning(f"Nothing to resume for: {loop_arg}")  # reference wording
+            return FAILED
+        # We hold the lock, so the runner that recorded these is gone: never run an
+        # action again beside the copy it left running.
+        for pgid in stop_orphans(saved, loop_arg):
+            Logger(quiet=options.quiet).warning(stopped_line(pgid))
+        # Shown on the first event, so a refused resume prints only its reason.
+        display.preamble = _resume_header(saved, fsm)
         result = _execute(executor, display, executor.resume_checked)
         return _report(result, fsm, loop_arg, display, options)
 
@@ -199,13 +249,23 @@ def _report(
     elif to_stdout:
         for line in summary.lines:
             write_line(line)
+    elif not display.broken_pipe:
+        for line in summary.essential:  # --quiet: only what the user needs to go on
+            write_line(line)
     return exit_code_for(result.terminated_by)
 
 
 def _start_background(
-    path: Path, fsm: FSMLoop, options: RunOptions, *, command: str = "run"
+    path: Path,
+    fsm: FSMLoop,
+    options: RunOptions,
+    *,
+    command: str = "run",
+    from_history: bool = False,
 ) -> int:
     args = [str(path)]
+    if from_history:
+        args.append("--from-history")
     if options.max_iterations is not None:
         args += ["--max-iterations", str(options.max_iterations)]
     if options.no_llm:
@@ -218,10 +278,14 @@ def _start_background(
         args.append("--queue")
     if options.max_continuations is not None:
         args += ["--max-continuations", str(options.max_continuations)]
+    if options.stall_threshold is not None:
+        args += ["--stall-threshold", str(options.stall_threshold)]
     log_path = log_path_for(LOOPS_DIR, fsm.name)
     # Checked here so a refusal is seen at once, and held while the log of a running
     # loop would be truncated. A queued start waits in the background, not here.
     with _take_lock(fsm, options, check_scope=not options.queue):
+        if command == "run":
+            _warn_before_archiving(StatePersistence(fsm.name, LOOPS_DIR))
         pid = start_detached(args, log_path, command=command)
     logger = Logger(quiet=options.quiet)
     logger.success(f"Started {fsm.name} in the background (pid {pid})")

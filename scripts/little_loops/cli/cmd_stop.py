@@ -5,8 +5,10 @@ that took no lock, the live pid its `running` state records. It gets SIGTERM (it
 cancels the action's process group, saves the state as `interrupted`, writes the final
 event and exits 130); after `STOP_GRACE_SECONDS` it is killed together with its actions.
 A session started by an `on_handoff: spawn` handoff is stopped too (its process group),
-so the loop does not go on in it. Without a live process (crashed, killed) the saved state
-is only marked `interrupted`. Whatever `stop` writes itself, it writes holding the lock.
+so the loop does not go on in it. Actions a runner that died left running (recorded in
+its state, see `orphans`) are stopped as well. Without a live process (crashed, killed)
+the saved state is only marked `interrupted`. Whatever `stop` writes itself, it writes
+holding the lock.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 
 from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.liveness import Owner, owner_of
+from little_loops.cli.orphans import orphaned_groups, stop_group, stopped_line
 from little_loops.cli.output import Logger, write_line
 from little_loops.cli.processes import (
     action_groups,
@@ -60,6 +63,9 @@ def stop_command(loop_arg: str) -> int:
         if state is None:
             logger.error(f"No state found for: {loop_arg}")
             return FAILED
+        ended_orphans = owner_of(state) is not Owner.ALIVE and _end_orphans(state, logger)
+        if ended_orphans and state.status != "running":
+            return OK  # what was left running is stopped; the saved run stays as it is
         problem = _without_lock_holder(state, persistence, stopped, loop_arg, logger)
         if problem is not None:
             return problem
@@ -67,6 +73,8 @@ def stop_command(loop_arg: str) -> int:
     session = _session_of(stopped.runner, persistence)
     if stopped.runner is not None and not _end_runner(stopped, logger, loop_arg):
         return FAILED
+    if stopped.killed:  # it could not stop what its actions left in the background
+        _end_orphans(persistence.load_state_checked(), logger)
     _end_spawned_session(session or _spawned_session(persistence), stopped, logger)
     _report(_mark_interrupted(persistence, stopped), stopped, loop_arg, logger)
     return OK
@@ -120,6 +128,19 @@ def _end_runner(stopped: _Stopped, logger: Logger, loop_arg: str) -> bool:
         wait_until_gone(pid, KILL_WAIT_SECONDS)
         stopped.killed = True
     return True
+
+
+def _end_orphans(state: LoopState | None, logger: Logger) -> bool:
+    """Stop the actions a runner that died left running; True if there were any."""
+    if state is None:
+        return False
+    groups = orphaned_groups(state)
+    for group in groups:
+        if stop_group(group):
+            logger.success(stopped_line(group.pgid))
+        else:
+            logger.error(f"Could not stop pid group {group.pgid} left by {state.loop_name}")
+    return bool(groups)
 
 
 def _spawned_pids(persistence: StatePersistence) -> set[int]:

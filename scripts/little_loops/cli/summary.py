@@ -21,6 +21,8 @@ class Summary:
 
     lines: list[str] = field(default_factory=list)
     is_problem: bool = False
+    # The lines of `lines` that `--quiet` still prints: how to go on after a pause.
+    essential: list[str] = field(default_factory=list)
 
 
 # Errors the end of a run lists (`ll-loop status` shows more), with their stderr tails.
@@ -55,15 +57,33 @@ def _outcome(result: ExecutionResult, fsm: FSMLoop, loop_arg: str) -> Summary:
         return Summary([f"{stop} - {result.stop_reason}" if result.stop_reason else stop])
     if outcome == "max_iterations":
         more = result.iterations + fsm.max_iterations
-        return Summary([f"Loop stopped: {where} - max_iterations reached", f"{resume} -n {more}"])
+        go_on = f"{resume} -n {more}"
+        return Summary(
+            [f"Loop stopped: {where} - max_iterations reached", go_on], essential=[go_on]
+        )
     if outcome == "handoff":
         return _handoff_summary(result, fsm, where, loop_arg)
     if outcome == "signal":
         return Summary([f"Loop interrupted: {where}", resume], is_problem=True)
     if outcome == "stalled":
         # Resumable once a person has looked: the guard's counters are kept.
-        return Summary([f"Loop stalled: {where} - {_reason(result, fsm)}", resume], is_problem=True)
+        stalled = f"Loop stalled: {where} - {_reason(result, fsm)}"
+        return Summary([stalled, *_after_stall(result, loop_arg)], is_problem=True)
     return Summary([f"Loop failed: {where} - {_reason(result, fsm)}"], is_problem=True)
+
+
+def _after_stall(result: ExecutionResult, loop_arg: str) -> list[str]:
+    """How to go on after a stall: the guard's counts survive a resume, so a plain resume
+    stalls again at once unless what repeats was fixed."""
+    resume = f"ll-loop resume {loop_arg}"
+    if "max_visits" in (result.error or ""):
+        state = result.final_state
+        return [f"Resume with: {resume} (after raising max_visits of '{state}' in the loop file)"]
+    return [
+        f"Resume with: {resume} (once what repeats is fixed; otherwise it stalls again at once)",
+        f"Or without the stall guard: {resume} --stall-threshold 0"
+        " (or raise stall_threshold in the loop file)",
+    ]
 
 
 def _reason(result: ExecutionResult, fsm: FSMLoop) -> str:
@@ -98,6 +118,7 @@ def _handoff_summary(result: ExecutionResult, fsm: FSMLoop, where: str, loop_arg
     if fsm.on_handoff == "spawn":
         handed = f"Loop handed off to a new Claude session: {where}"
         log = f"Session log: .loops/.running/{fsm.name}.handoff.log"
-        return Summary([handed, prompt_line, log, f"Follow with: ll-loop status {loop_arg}"])
+        follow = f"Follow with: ll-loop status {loop_arg}"
+        return Summary([handed, prompt_line, log, follow], essential=[follow])
     resume = f"Resume with: ll-loop resume {loop_arg}"
-    return Summary([paused, prompt_line, resume])
+    return Summary([paused, prompt_line, resume], essential=[resume])

@@ -207,6 +207,11 @@ class FSMExecutor:
             return self._loop()
         except Exception as exc:  # a raising callback or collaborator must not escape
             return self._finish_after_crash(exc)
+        finally:
+            # What actions left in the background lives as long as the run (runner.py).
+            stop_background = getattr(self.action_runner, "stop_background", None)
+            if callable(stop_background):
+                stop_background()
 
     def elapsed_ms(self) -> int:
         """Milliseconds spent on this loop, earlier runs of a resumed loop included."""

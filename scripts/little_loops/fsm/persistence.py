@@ -15,17 +15,24 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from little_loops.fsm.checkpoint import GitCheckpointer
 from little_loops.fsm.errors import LoopError, RunFilesError, StateFileError
-from little_loops.fsm.executor import EventCallback, ExecutionResult, FSMExecutor
+from little_loops.fsm.executor import (
+    DefaultActionRunner,
+    EventCallback,
+    ExecutionResult,
+    FSMExecutor,
+)
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.locking import lock_file_exists, read_holder
 from little_loops.fsm.log_retention import LogRetention
 from little_loops.fsm.output_files import action_log_name, cap_text_bytes, stderr_log_path
-from little_loops.fsm.run_history import archive_previous_run
+from little_loops.fsm.process_groups import ActionGroup
+from little_loops.fsm.run_history import UNFINISHED_STATUSES, archive_previous_run
 from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
 from little_loops.fsm.state_files import (
@@ -42,6 +49,7 @@ from little_loops.fsm.state_files import (
 __all__ = [
     "RUNNING_DIR",
     "STATE_VERSION",
+    "ArchivedRun",
     "LoopState",
     "NotResumableError",
     "PersistentExecutor",
@@ -66,9 +74,22 @@ _FINAL_STATUS = {
     "stalled": "stalled",
 }
 _NOT_DETAILS = ("event", "ts", "type", "verdict")
-_RESUMABLE = ("awaiting_continuation", "interrupted", "running", "stalled")
+_RESUMABLE = UNFINISHED_STATUSES
 # Statuses whose current state finished its action: on resume it runs as a new iteration.
 _STATE_FINISHED = ("awaiting_continuation", "stalled")
+
+
+@dataclass(frozen=True)
+class ArchivedRun:
+    """A previous run moved to the history: its folder and its state (None: unreadable)."""
+
+    folder: Path
+    state: LoopState | None
+
+    @property
+    def unfinished(self) -> bool:
+        """Whether `ll-loop resume` could have continued it."""
+        return self.state is not None and self.state.status in UNFINISHED_STATUSES
 
 
 class NotResumableError(LoopError):
@@ -122,6 +143,19 @@ def _refusal(state: LoopState, max_continuations: int, running_dir: Path) -> str
             f"{state.handoff_count} handoffs; to continue anyway: "
             f"ll-loop resume {name} --max-continuations {state.handoff_count}"
         )
+    ended = _ended_reason(state)
+    if ended is not None:
+        return f"{ended}; start a new run with: ll-loop run {name}"
+    if state.status == "running" and _owner_alive(state, running_dir):
+        return f"loop '{name}' is running (pid {state.pid})"
+    if state.status not in _RESUMABLE:
+        return f"loop '{name}' has status '{state.status}', which cannot be resumed"
+    return None
+
+
+def _ended_reason(state: LoopState) -> str | None:
+    """What ended a run for good (completed, failed...), or None if it did not end so."""
+    name = state.loop_name
     if state.status == "completed":
         return f"loop '{name}' already completed"
     if state.status == "failed":
@@ -130,10 +164,24 @@ def _refusal(state: LoopState, max_continuations: int, running_dir: Path) -> str
         return f"loop '{name}' was stopped by LOOP_STOP"
     if state.status == "handoff_terminated":
         return f"loop '{name}' ended at a handoff (handoff_terminated)"
-    if state.status == "running" and _owner_alive(state, running_dir):
-        return f"loop '{name}' is running (pid {state.pid})"
-    if state.status not in _RESUMABLE:
-        return f"loop '{name}' has status '{state.status}', which cannot be resumed"
+    return None
+
+
+def _loop_mismatch(state: LoopState, fsm: FSMLoop) -> str | None:
+    """Why the loop as it is now cannot continue the saved run (checked before anything
+    is written, so a refused resume leaves the run exactly as it was)."""
+    name = state.loop_name
+    if state.current_state not in fsm.states:
+        return (
+            f"loop '{name}' stopped at state '{state.current_state}', which the loop file "
+            f"no longer has; restore state '{state.current_state}' in the file, then: "
+            f"ll-loop resume {name}"
+        )
+    if state.terminated_by == "max_iterations" and state.iteration >= fsm.max_iterations:
+        return (
+            f"loop '{name}' reached max_iterations ({state.iteration} iterations done); "
+            f"to go on: ll-loop resume {name} -n {state.iteration + fsm.max_iterations}"
+        )
     return None
 
 
@@ -210,6 +258,10 @@ class PersistentExecutor:
         self._resumed_at: str | None = None
         self._phase: str | None = None
         self._host = socket.gethostname()
+        self._action_group: ActionGroup | None = None  # of the action under way, once told
+        self._runner = self._executor.action_runner
+        if isinstance(self._runner, DefaultActionRunner):
+            self._runner.on_group_running = self._record_action_group
         # Visits are saved only for loops that limit them: other state files stay as short.
         self._counts_visits = any(state.max_visits for state in fsm.states.values())
 
@@ -252,6 +304,7 @@ class PersistentExecutor:
         elif kind == "handoff_continued":
             self._save_continued_handoff()
         elif kind == "action_complete":
+            self._action_group = None
             self._prune_logs(event)
         elif kind == "evaluate":
             self._last_result = _evaluation_record(event)
@@ -303,6 +356,23 @@ class PersistentExecutor:
         self._phase = PHASE_ROUTED
         self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
 
+    def _record_action_group(self, group: ActionGroup) -> None:
+        """An action has been running a while: note its process group in the state, so a
+        later process can stop it if this one dies. Not flushed to disk: a power cut ends
+        the action too. Skipped once a write has failed (the run is ending then)."""
+        self._action_group = group
+        if self._save_failure is not None:
+            return
+        state = self._build_state(self._executor.current_state, "running")
+        with contextlib.suppress(OSError):  # the next snapshot reports a real failure
+            self.persistence.save_state(state, durable=False)
+
+    def _action_groups(self) -> list[dict[str, Any]]:
+        groups = [self._action_group] if self._action_group is not None else []
+        if isinstance(self._runner, DefaultActionRunner):
+            groups += self._runner.background.groups
+        return [group.to_dict() for group in groups]
+
     def _save_handoff_before_spawn(self) -> None:
         state = self._build_state(self._executor.current_state, "awaiting_continuation")
         state.continuation_prompt = self._continuation_prompt
@@ -332,6 +402,7 @@ class PersistentExecutor:
             stall_streaks=executor.guards.stall.to_dict(),
             errors=executor.guards.errors.to_list(),
             continuation_prompt=self._continuation_prompt,  # None once a route left the state
+            action_groups=self._action_groups(),
         )
 
     # --- run and resume -----------------------------------------------------------------
@@ -340,15 +411,21 @@ class PersistentExecutor:
         """Run the loop (after archiving the previous run's files unless resuming); save
         the end."""
         if clear_previous:
-            with self._files_guard():
-                # The previous run's files go to `.loops/.history/`, never deleted; what
-                # clear_all removes then is only what a crashed writer left behind.
-                archive_previous_run(self.persistence, self._previous_run_extras())
-                self.persistence.clear_all()
+            self.archive_previous()
         try:
             return self._run_and_save()
         finally:
             self._let_spawned_session_go()
+
+    def archive_previous(self) -> ArchivedRun | None:
+        """Move the previous run's files to `.loops/.history/` (never deleted; what
+        clear_all removes then is only what a crashed writer left behind). Returns where
+        they went and the run's saved state, so the caller can say what was moved."""
+        with self._files_guard():
+            previous = self.persistence.load_state()
+            folder = archive_previous_run(self.persistence, self._previous_run_extras())
+            self.persistence.clear_all()
+        return ArchivedRun(folder, previous) if folder is not None else None
 
     def _previous_run_extras(self) -> list[Path]:
         handoff_log = self.handoff_handler.log_path(self.fsm.name)
@@ -445,6 +522,8 @@ class PersistentExecutor:
         if state is None:
             raise NotResumableError(f"no saved state for '{self.fsm.name}'")
         reason = _refusal(state, self.fsm.max_continuations, self.persistence.running_dir)
+        if reason is None:
+            reason = _loop_mismatch(state, self.fsm)
         if reason is not None:
             raise NotResumableError(reason)
         self._restore(state)

@@ -6,10 +6,16 @@ size) into a folder of their own named after the run's start, in UTC:
 `.loops/.history/<loop>/20250101T120000.123456Z/`. Nothing is deleted: the history grows
 until you remove what you no longer want (`rm -r .loops/.history/<loop>`, or a single run's
 folder). A resume continues the same run, so it moves nothing.
+
+An unfinished run moved away this way (a new `run` over a paused, interrupted or stalled
+one) can be brought back: `latest_unfinished_run` finds the newest such folder and
+`restore_archived_run` moves its files back into `.running/` (`ll-loop resume <loop>
+--from-history`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -18,6 +24,8 @@ from pathlib import Path
 from little_loops.fsm.state_files import StatePersistence, parse_event_line
 
 HISTORY_DIR = ".history"
+UNFINISHED_STATUSES = ("running", "awaiting_continuation", "interrupted", "stalled")
+"""Saved statuses of a run that `resume` could still continue (running: its process died)."""
 _STAMP_FORMAT = "%Y%m%dT%H%M%S.%fZ"
 
 
@@ -86,3 +94,41 @@ def _new_folder(parent: Path, stamp: str) -> Path:
             candidate = parent / f"{stamp}-{number}"
             continue
         return candidate
+
+
+def latest_unfinished_run(loops_dir: Path, loop_name: str) -> Path | None:
+    """The newest history folder of `loop_name` whose saved run is unfinished, if any."""
+    parent = history_dir(loops_dir, loop_name)
+    try:
+        folders = [path for path in parent.iterdir() if path.is_dir()]
+    except OSError:  # no history yet (or unreadable: nothing we can bring back)
+        return None
+    for folder in sorted(folders, key=_folder_order, reverse=True):
+        if archived_status(folder, loop_name) in UNFINISHED_STATUSES:
+            return folder
+    return None
+
+
+def archived_status(folder: Path, loop_name: str) -> str | None:
+    """The status saved in an archived run's state file (None: missing or unreadable)."""
+    try:
+        data = json.loads((folder / f"{loop_name}.state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    status = data.get("status") if isinstance(data, dict) else None
+    return status if isinstance(status, str) else None
+
+
+def restore_archived_run(persistence: StatePersistence, folder: Path) -> None:
+    """Move an archived run's files back into the running directory (which must hold no
+    run of that loop now: archive it first) and remove the emptied folder."""
+    persistence.initialize()
+    for path in sorted(folder.iterdir()):
+        os.replace(path, persistence.running_dir / path.name)
+    folder.rmdir()
+
+
+def _folder_order(folder: Path) -> tuple[str, int]:
+    """`<stamp>` before `<stamp>-2` before `<stamp>-10` (see `_new_folder`)."""
+    stamp, _, number = folder.name.partition("-")
+    return stamp, int(number) if number.isdigit() else 1

@@ -10,6 +10,10 @@ never blocks the child. Memory holds only the tails (`output_cap` bytes of each 
 Every expected failure (missing program, timeout, cancellation) becomes an
 `ActionResult` instead of an exception.
 
+When the action's shell exits while something it put in the background still runs in its
+group, the action is over but that group is kept (`background_groups`): it runs on, its
+output still going to the action's logs, until `stop_background()` at the end of the run.
+
 All waiting happens in one `select` on the calling thread, over the stderr pipe and a
 pidfd that becomes readable when the action exits; it wakes at least every
 `POLL_SECONDS`, so `cancel()` (safe from another thread or from a signal handler) is
@@ -26,9 +30,11 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from little_loops.fsm.background_groups import BackgroundGroups, group_exists
 from little_loops.fsm.claude_refusal import CLAUDE_NOT_FOUND as CLAUDE_NOT_FOUND
 from little_loops.fsm.claude_refusal import claude_not_found, claude_refusal
 from little_loops.fsm.output_files import SpareFiles, truncation_marker
@@ -39,6 +45,7 @@ from little_loops.fsm.output_streams import (
     StdoutFile,
     TextCallback,
 )
+from little_loops.fsm.process_groups import ActionGroup
 
 DEFAULT_OUTPUT_CAP = 1024 * 1024
 """Bytes of stdout (and of stderr) kept in memory per action: the tail survives."""
@@ -47,13 +54,18 @@ KILL_GRACE_SECONDS = 2.0
 """Time between SIGTERM and SIGKILL when stopping a process group."""
 
 PIPE_DRAIN_SECONDS = 0.5
-"""How long stderr may stay open after the action itself exited (background children)."""
+"""How long stderr may stay open after the action itself exited before the action counts
+as done and what it left in the background is kept running (`background_groups`)."""
 
 ABANDON_READERS_SECONDS = 1.0
 """After SIGKILL, how long to wait for stderr to close before giving up on it."""
 
 POLL_SECONDS = 0.05
 """Longest wait between checks for a cancel, for new lines, and (without pidfd) an exit."""
+
+GROUP_NOTICE_SECONDS = 0.2
+"""How long an action runs before `on_group_running` is told its group: a shorter action
+costs nothing more, and one killed with its runner within that time has ended anyway."""
 
 TIMEOUT_EXIT_CODE = 124
 MISSING_PROGRAM_EXIT_CODE = 127
@@ -110,12 +122,16 @@ class _RunningAction:
     def __init__(self, process: subprocess.Popen[bytes], stdout: StdoutFile, cap: int) -> None:
         assert process.stderr is not None
         self.process = process
+        # Called once when the action has run `GROUP_NOTICE_SECONDS` (see the runner).
+        self.notice: Callable[[ActionGroup], None] | None = None
+        self.notice_at = 0.0
         self.stdout = stdout
         self.stderr = StderrPipe(process.stderr, cap, stdout.wanted_log_path)
         self.cancelled = False
         # Whether the cancel's signal reached the action while it still ran; a cancel
         # landing after the action exited on its own does not cost it its result.
         self.killed_by_cancel = False
+        self.adopted = False  # its group was kept running: the streams are not ours now
         self.exited_at: float | None = None
         self._behind = False  # the last follow stopped with lines still unread
         # poll(), not epoll: two descriptors, and no epoll instance to make, fill and
@@ -140,6 +156,7 @@ class _RunningAction:
         while not self.finished:
             if self.cancelled:
                 return "cancelled"
+            self._give_notice()
             limit = deadline
             if self.exited_at is not None:
                 limit = min(deadline, self.exited_at + PIPE_DRAIN_SECONDS)
@@ -147,6 +164,12 @@ class _RunningAction:
                 return "lingering" if self.exited_at is not None else "timeout"
         # A cancel that killed the action shows up as its exit: it is still a cancel.
         return "cancelled" if self.cancelled else "finished"
+
+    def _give_notice(self) -> None:
+        due = self.exited_at is None and time.monotonic() >= self.notice_at
+        if self.notice is not None and due:
+            notice, self.notice = self.notice, None
+            notice(ActionGroup.of(self.process.pid))  # dated now: only long actions pay
 
     def collect(self, until: float, readers: OutputReaders) -> bool:
         """Watch until finished or `until`; True when finished."""
@@ -217,8 +240,9 @@ class _RunningAction:
         """Release the descriptors (the process is reaped or abandoned by now)."""
         self._close_pidfd()
         self._selector.close()
-        self.stderr.close()
-        self.stdout.close()
+        if not self.adopted:
+            self.stderr.close()
+            self.stdout.close()
 
 
 class DefaultActionRunner:
@@ -243,6 +267,10 @@ class DefaultActionRunner:
         # A cancel that arrives while no process runs (between actions, or just before one
         # starts) must still stop the next action, or Ctrl-C would wait for it to finish.
         self._cancel_requested = False
+        self.background = BackgroundGroups()
+        # Told the group of an action that has run `GROUP_NOTICE_SECONDS` (e.g. to record
+        # it in the state, so a later process finds what a runner that died left running).
+        self.on_group_running: Callable[[ActionGroup], None] | None = None
 
     def run(
         self,
@@ -279,6 +307,8 @@ class DefaultActionRunner:
         if self._cancel_requested:
             self._cancel_running(running)
         try:
+            running.notice = self.on_group_running
+            running.notice_at = started + GROUP_NOTICE_SECONDS
             readers = OutputReaders(on_line, on_text)
             return self._supervise(running, started, timeout, readers, is_slash_command)
         except BaseException:
@@ -289,6 +319,10 @@ class DefaultActionRunner:
             self._current = None
             self._cancel_requested = False
             running.close()
+
+    def stop_background(self) -> None:
+        """Stop what the actions of this run left running in the background (run end)."""
+        self.background.stop_all(KILL_GRACE_SECONDS, ABANDON_READERS_SECONDS)
 
     def cancel(self) -> None:
         """Stop the running action, or the next one to start (safe from signal handlers)."""
@@ -353,11 +387,13 @@ class DefaultActionRunner:
         is_slash_command: bool,
     ) -> ActionResult:
         outcome = running.wait(started + timeout, readers)
-        if outcome != "finished":
+        if outcome not in ("finished", "lingering"):
             running.stop_group(readers)
         running.stdout.finish(readers)
         running.stdout.publish_log()
         result = self._result(running, readers.present)
+        if outcome == "lingering" or (outcome == "finished" and group_exists(running.process.pid)):
+            self._keep_in_background(running)
         result.duration_ms = _ms_since(started)
         if outcome == "cancelled" and running.killed_by_cancel:
             _mark_interrupted(result, CANCELLED_EXIT_CODE, CANCELLED_MESSAGE)
@@ -367,6 +403,12 @@ class DefaultActionRunner:
         elif is_slash_command:
             _explain_claude_refusal(result)
         return result
+
+    def _keep_in_background(self, running: _RunningAction) -> None:
+        """The shell exited but its group runs on: keep it until the run ends."""
+        running.adopted = True
+        group = ActionGroup.left_behind(running.process.pid)
+        self.background.adopt(group, running.stdout, running.stderr)
 
     def _result(self, running: _RunningAction, followed: bool) -> ActionResult:
         output, dropped = running.stdout.tail(self.output_cap, followed=followed)

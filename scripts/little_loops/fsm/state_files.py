@@ -91,6 +91,13 @@ def _is_object(value: object) -> bool:
     return isinstance(value, dict)
 
 
+def _is_group_list(value: object) -> bool:
+    """`action_groups`: `[{"pgid": int, "started": int or null}, ...]`."""
+    return isinstance(value, list) and all(
+        isinstance(item, dict) and _is_int(item.get("pgid")) for item in value
+    )
+
+
 # key -> (check, what is expected). Keys not listed are ignored (newer writers may add some).
 _FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "loop_name": (_is_str, "a string"),
@@ -117,6 +124,7 @@ _FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "visits": (is_visit_map, "an object of state names to counts"),
     "stall_streaks": (is_streak_map, "an object of state names to streaks"),
     "errors": (is_error_list, "an array of error records"),
+    "action_groups": (_is_group_list, "an array of {pgid, started} objects"),
 }
 
 
@@ -223,6 +231,10 @@ class LoopState:
     visits: dict[str, int] = field(default_factory=dict)
     stall_streaks: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: list[dict[str, Any]] = field(default_factory=list)
+    # The process groups of the running action and of what actions left in the background
+    # (`{"pgid", "started"}`, see `process_groups`), so that a later process can stop
+    # what a runner that died left running. Written when not empty.
+    action_groups: list[dict[str, Any]] = field(default_factory=list)
 
     def current_iteration(self) -> int:
         """The iteration number `current_state` runs as.
@@ -259,7 +271,7 @@ class LoopState:
         for key in ("resumed_at", "phase"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
-        for key in ("visits", "stall_streaks", "errors"):
+        for key in ("visits", "stall_streaks", "errors", "action_groups"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
         return out
@@ -302,6 +314,7 @@ class LoopState:
             visits=data.get("visits", {}),
             stall_streaks=data.get("stall_streaks", {}),
             errors=data.get("errors", []),
+            action_groups=data.get("action_groups", []),
         )
 
 
@@ -326,18 +339,21 @@ _temp_names = random.Random()  # seeded from the OS once; reseeded in a forked c
 os.register_at_fork(after_in_child=_temp_names.seed)
 
 
-def write_file_atomically(path: Path, text: str) -> None:
+def write_file_atomically(path: Path, text: str, *, durable: bool = True) -> None:
     """Replace `path` with `text` so a reader sees the old or the new file, never a mix.
 
     The text goes to a new file beside it, is flushed to disk (`fsync`), then renamed
     over `path`: after a crash, even a power cut, the file is the old one or the new one.
+    Without `durable` the flush is skipped: a crash of the process still leaves the old
+    or the new file, a power cut may leave the old one (for what a power cut ends anyway).
     """
     data = text.encode("utf-8")
     fd, temp = _create_temp_beside(path)
     try:
         try:
             _write_all(fd, data)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temp, path)
@@ -485,10 +501,12 @@ class StatePersistence:
         """Create the running directory (and parents) if needed."""
         self.running_dir.mkdir(parents=True, exist_ok=True)
 
-    def save_state(self, state: LoopState) -> None:
-        """Stamp `state.updated_at` and write it atomically (2-space indent, no newline)."""
+    def save_state(self, state: LoopState, *, durable: bool = True) -> None:
+        """Stamp `state.updated_at` and write it atomically (2-space indent, no newline);
+        `durable=False` skips the flush to disk (see `write_file_atomically`)."""
         state.updated_at = now_iso()
-        write_file_atomically(self.state_file, json.dumps(state.to_dict(), indent=2))
+        text = json.dumps(state.to_dict(), indent=2)
+        write_file_atomically(self.state_file, text, durable=durable)
 
     def load_state(self) -> LoopState | None:
         """The saved state, or None when it is missing or damaged (reference behaviour)."""
