@@ -5,13 +5,25 @@ directory by default; tests must not write outside their temporary directories, 
 database is switched off and the caches go to pytest's base temporary directory. This has
 to happen when pytest configures itself: Hypothesis writes its caches while tests are
 collected, before any fixture runs.
+
+No test may reach the real Anthropic API: the credentials of the machine running the tests
+are dropped and the SDK's base URL points at a closed port on 127.0.0.1, so a test that
+forgets to set up the local fake API fails with a connection error instead of sending a
+request out. Tests that talk to the fake API set their own values.
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
+
+_CLOSED_LOCAL_PORT = "http://127.0.0.1:9"  # discard: nothing listens there
+for _credential in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
+    os.environ.pop(_credential, None)
+os.environ["ANTHROPIC_BASE_URL"] = _CLOSED_LOCAL_PORT
 
 settings.register_profile("ll-loop", database=None, deadline=None)
 settings.load_profile("ll-loop")
