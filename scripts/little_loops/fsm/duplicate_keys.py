@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import yaml
 
-from little_loops.fsm.findings import ValidationError
+from little_loops.fsm.model.findings import ValidationError
 from little_loops.fsm.value_checks import join_path
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"

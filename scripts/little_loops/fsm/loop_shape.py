@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from little_loops.fsm.findings import ValidationError
-from little_loops.fsm.loop_vocabulary import (
+from little_loops.fsm.model.findings import ValidationError
+from little_loops.fsm.model.loop_vocabulary import (
     ACTION_TYPES,
     CHECKPOINT_KINDS,
     CONSTRAINT_KEYS,

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from little_loops.fsm.findings import ValidationError
 from little_loops.fsm.interpolation import VARIABLE_PATTERN
+from little_loops.fsm.model.findings import ValidationError
 from little_loops.fsm.schema import EvaluateConfig, FSMLoop
 from little_loops.fsm.value_checks import describe_value
 

@@ -36,12 +36,12 @@ from typing import Any
 
 from little_loops.fsm.argument_limits import action_length_errors
 from little_loops.fsm.errors import LoopFileError, LoopValidationError
-from little_loops.fsm.findings import ValidationError, ValidationSeverity
 from little_loops.fsm.interpolation_checks import interpolation_errors
 from little_loops.fsm.loop_file import MAX_LOOP_FILE_BYTES, load_loop_mapping
 from little_loops.fsm.loop_name import loop_name_errors
 from little_loops.fsm.loop_shape import check_loop_mapping, is_paradigm_spec
-from little_loops.fsm.loop_vocabulary import (
+from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
+from little_loops.fsm.model.loop_vocabulary import (
     ACTION_TYPES,
     CHECKPOINT_KINDS,
     COMMON_SPEC_KEYS,

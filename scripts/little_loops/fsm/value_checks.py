@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from little_loops.fsm.findings import ValidationError
+from little_loops.fsm.model.findings import ValidationError
 
 ValueCheck = Callable[[Any], "str | None"]
 FieldCheck = Callable[[Any, str], "list[ValidationError]"]

@@ -19,7 +19,7 @@ import yaml
 
 from little_loops.fsm.duplicate_keys import duplicate_key_errors
 from little_loops.fsm.errors import LoopSyntaxError
-from little_loops.fsm.findings import ValidationError
+from little_loops.fsm.model.findings import ValidationError
 
 _BOOL_PATTERN = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 _BOOL_FIRST_CHARS = list("tTfF")
