@@ -34,12 +34,19 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from little_loops.fsm.argument_limits import action_length_errors
 from little_loops.fsm.errors import LoopFileError, LoopValidationError
-from little_loops.fsm.interpolation_checks import interpolation_errors
-from little_loops.fsm.loop_file import MAX_LOOP_FILE_BYTES, load_loop_mapping
-from little_loops.fsm.loop_name import loop_name_errors
-from little_loops.fsm.loop_shape import check_loop_mapping, is_paradigm_spec
+from little_loops.fsm.loading.argument_limits import action_length_errors
+from little_loops.fsm.loading.interpolation_checks import interpolation_errors
+from little_loops.fsm.loading.loop_name import loop_name_errors
+from little_loops.fsm.loading.numeric_settings import numeric_setting_errors
+from little_loops.fsm.loading.shape import check_loop_mapping, is_paradigm_spec
+from little_loops.fsm.loading.source import MAX_LOOP_FILE_BYTES, load_loop_mapping
+from little_loops.fsm.loading.value_checks import (
+    FieldCheck,
+    ValueCheck,
+    describe_value,
+    not_a_string_message,
+)
 from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
 from little_loops.fsm.model.loop_vocabulary import (
     ACTION_TYPES,
@@ -57,14 +64,7 @@ from little_loops.fsm.model.loop_vocabulary import (
     UNTIL_KEYS,
     VALID_OPERATORS,
 )
-from little_loops.fsm.numeric_settings import numeric_setting_errors
 from little_loops.fsm.schema import CURRENT_STATE_TOKEN, EvaluateConfig, FSMLoop, StateConfig
-from little_loops.fsm.value_checks import (
-    FieldCheck,
-    ValueCheck,
-    describe_value,
-    not_a_string_message,
-)
 
 __all__ = [
     "ACTION_TYPES",
