@@ -1,6 +1,0 @@
-"""Temporary alias: the module moved to `little_loops.fsm.loading.yaml_text` (issue 12)."""
-
-import importlib
-import sys
-
-sys.modules[__name__] = importlib.import_module("little_loops.fsm.loading.yaml_text")
