@@ -8,9 +8,9 @@ import pytest
 from fixtures.cli_support import cli_in_process
 
 from little_loops.cli.cmd_compile import compiled_mapping, default_output_path
+from little_loops.fsm.loading.yaml_text import dump_yaml
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.validation import load_loop
-from little_loops.fsm.yaml_loader import dump_yaml
 
 GOAL = 'paradigm: goal\ngoal: "Tests pass"\ntools: ["true", "echo fix"]\nmax_iterations: 7\n'
 GOAL_FSM = """\

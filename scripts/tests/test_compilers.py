@@ -15,9 +15,9 @@ from little_loops.fsm.compilers import (
     compile_invariants,
     compile_paradigm,
 )
+from little_loops.fsm.loading.yaml_text import dump_yaml, parse_yaml
 from little_loops.fsm.schema import FSMLoop, LLMConfig
 from little_loops.fsm.validation import check_loop_mapping, validate_fsm
-from little_loops.fsm.yaml_loader import dump_yaml, parse_yaml
 
 PARADIGM_NAMES = "convergence, fsm, goal, imperative, invariants"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from fixtures.cli_support import normalize, run_cli, write_loop
 
-from little_loops.fsm.loop_name import loop_name_problem
+from little_loops.fsm.loading.loop_name import loop_name_problem
 
 _RULE = (
     "must be a plain file name: not empty, '.' or '..', no '/' or NUL "

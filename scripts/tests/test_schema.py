@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from little_loops.fsm.loading.yaml_text import dump_yaml, parse_yaml
 from little_loops.fsm.schema import (
     EvaluateConfig,
     FSMLoop,
@@ -40,7 +41,6 @@ from little_loops.fsm.validation import (
     is_paradigm_spec,
     validate_fsm,
 )
-from little_loops.fsm.yaml_loader import dump_yaml, parse_yaml
 
 # ---------------------------------------------------------------------------
 # to_dict: key order and default omission (§2)

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from fixtures.cli_support import cli_in_process, write_loop
 
-from little_loops.fsm.argument_limits import LINUX_MAX_ARG_STRLEN, max_argument_bytes
 from little_loops.fsm.errors import LoopValidationError
+from little_loops.fsm.loading.argument_limits import LINUX_MAX_ARG_STRLEN, max_argument_bytes
+from little_loops.fsm.loading.pipeline import parse_loop_yaml
+from little_loops.fsm.loading.yaml_text import parse_yaml
 from little_loops.fsm.validation import load_and_validate
-from little_loops.fsm.yaml_loader import parse_loop_yaml, parse_yaml
 
 
 @pytest.fixture(autouse=True)

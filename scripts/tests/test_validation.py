@@ -21,6 +21,7 @@ from little_loops.fsm.errors import (
     LoopSyntaxError,
     LoopValidationError,
 )
+from little_loops.fsm.loading.yaml_text import dump_yaml
 from little_loops.fsm.schema import (
     EvaluateConfig,
     FSMLoop,
@@ -43,7 +44,6 @@ from little_loops.fsm.validation import (
     load_loop_mapping,
     validate_fsm,
 )
-from little_loops.fsm.yaml_loader import dump_yaml
 
 ERROR = ValidationSeverity.ERROR
 WARNING = ValidationSeverity.WARNING

@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from little_loops.fsm.errors import LoopSyntaxError
-from little_loops.fsm.yaml_loader import dump_yaml, parse_yaml
+from little_loops.fsm.loading.yaml_text import dump_yaml, parse_yaml
 
 
 def test_only_true_and_false_are_booleans() -> None:

@@ -13,9 +13,9 @@ from typing import Any
 from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.output import Logger
 from little_loops.fsm.errors import LoopError, LoopSyntaxError
+from little_loops.fsm.loading.pipeline import load_loop
+from little_loops.fsm.loading.yaml_text import dump_yaml
 from little_loops.fsm.schema import FSMLoop
-from little_loops.fsm.validation import load_loop
-from little_loops.fsm.yaml_loader import dump_yaml
 
 
 def default_output_path(input_path: Path) -> Path:

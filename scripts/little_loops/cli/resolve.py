@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from little_loops.cli.output import write_error_line
-from little_loops.fsm.compilers import compile_paradigm
 from little_loops.fsm.errors import LoopError, LoopFileError, LoopNotFoundError
+from little_loops.fsm.loading.paradigms import compile_paradigm
+from little_loops.fsm.loading.pipeline import load_loop
+from little_loops.fsm.loading.yaml_text import parse_yaml
 from little_loops.fsm.schema import FSMLoop
-from little_loops.fsm.validation import load_loop
-from little_loops.fsm.yaml_loader import parse_yaml
 
 LOOPS_DIR = Path(".loops")
 LOOP_SUFFIXES = (".yaml", ".yml")

@@ -1,8 +1,8 @@
 """The fixed sets of keys and values a loop file may use.
 
-Shared by the shape checks (`loop_shape`), the graph checks and loaders (`validation`)
+Shared by the shape checks (`loading.shape`), the graph checks (`loading.graph_checks`)
 and `test_schema`, which checks that the JSON schema lists the same values. Re-exported
-by `validation`, where the reference defines `EVALUATOR_REQUIRED_FIELDS` and
+by the face `validation`, where the reference defines `EVALUATOR_REQUIRED_FIELDS` and
 `VALID_OPERATORS`.
 """
 

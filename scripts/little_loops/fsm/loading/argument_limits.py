@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-from little_loops.fsm.findings import ValidationError
+from little_loops.fsm.model.findings import ValidationError
 from little_loops.fsm.schema import FSMLoop
 
 LINUX_MAX_ARG_STRLEN = 131072

@@ -1,14 +1,14 @@
 """Building blocks for checking raw YAML values, with messages that name what is allowed.
 
-Two kinds of check, combined by `loop_shape` into the tables for a whole loop file:
+Two kinds of check, combined by `shape` into the tables for a whole loop file:
 - a value check (`ValueCheck`) looks at one value and returns a problem message, or None
   when the value is fine (`check_bool`, `one_of(...)`, `nullable(...)`);
 - a field check (`FieldCheck`) takes a value and its dotted key path and returns the
   findings (`scalar(...)` wraps a value check, `mapping_of(...)` checks a nested mapping
   key by key, rejecting unknown keys).
 
-`describe_value` and `not_a_string_message` are also used by the paradigm compilers, so
-their messages read like these.
+`describe_value` and `not_a_string_message` are also used by the paradigm compilers
+(`paradigms`), so their messages read like these.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from little_loops.fsm.findings import ValidationError
+from little_loops.fsm.model.findings import ValidationError
 
 ValueCheck = Callable[[Any], "str | None"]
 FieldCheck = Callable[[Any, str], "list[ValidationError]"]

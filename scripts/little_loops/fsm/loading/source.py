@@ -1,10 +1,9 @@
-"""Reading a loop file into a mapping: the checks between "a path" and "parsed YAML".
+"""The first stage of loading: from a path to the text of a loop file, and its top level.
 
 The path must be an existing regular file (not a directory, FIFO or device, which would
-block) of at most 5 MiB, UTF-8 text (a BOM is allowed), and YAML (through
-`yaml_loader.parse_yaml`, the one loader) whose top level is a mapping, with no key
-written twice in one mapping (`duplicate_keys`: an error, since the last one would win
-without a word). Each failure is a `LoopError` naming the file. Re-exported by `validation`.
+block) of at most 5 MiB, UTF-8 text (a BOM is allowed); each failure is a `LoopError`
+naming the file. Once the YAML is read (`yaml_text`), `require_mapping` refuses a top
+level that is not a mapping. `pipeline.load_loop_mapping` runs these steps in order.
 """
 
 from __future__ import annotations
@@ -12,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from little_loops.fsm.errors import LoopFileError, LoopNotFoundError, LoopValidationError
-from little_loops.fsm.yaml_loader import parse_loop_yaml
+from little_loops.fsm.errors import LoopFileError, LoopNotFoundError
 
 MAX_LOOP_FILE_BYTES = 5 * 1024 * 1024
 
 
-def _read_loop_text(path: Path) -> str:
+def read_loop_text(path: Path) -> str:
+    """The text of the loop file at `path` (checked to be a small regular UTF-8 file)."""
     source = str(path)
     if not path.exists():
         raise LoopNotFoundError(f"FSM file not found: {path}")
@@ -83,12 +82,8 @@ def _not_a_mapping_problem(data: Any) -> str:
     return f"top level is {kind}; {_MAPPING_SHAPE}"
 
 
-def load_loop_mapping(path: Path | str) -> dict[str, Any]:
-    """Read and parse a loop file whose top level must be a mapping."""
-    path = Path(path)
-    data, duplicates = parse_loop_yaml(_read_loop_text(path), str(path))
+def require_mapping(data: Any, source: str) -> dict[str, Any]:
+    """The parsed top level of a loop file, which must be a mapping."""
     if not isinstance(data, dict):
-        raise LoopNotMappingError(str(path), data)
-    if duplicates:
-        raise LoopValidationError(str(path), duplicates)
+        raise LoopNotMappingError(source, data)
     return data

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 import yaml
 
-from little_loops.fsm.findings import ValidationError
-from little_loops.fsm.value_checks import join_path
+from little_loops.fsm.loading.value_checks import join_path
+from little_loops.fsm.model.findings import ValidationError
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _BOOL_TAG = "tag:yaml.org,2002:bool"

@@ -6,29 +6,15 @@ Passing `check_loop_mapping` guarantees that `from_dict` cannot fail. Paradigm s
 `paradigm` other than `fsm`, no `initial`/`states`) get the same treatment for the keys
 the compilers know; their required keys are checked by the compilers.
 
-Re-exported by `validation`; the paradigm compilers use it too.
+The shape stage of `pipeline`; the paradigm compilers (`paradigms`) use it too, and the
+reference path `validation` re-exports it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from little_loops.fsm.findings import ValidationError
-from little_loops.fsm.loop_vocabulary import (
-    ACTION_TYPES,
-    CHECKPOINT_KINDS,
-    CONSTRAINT_KEYS,
-    DIRECTIONS,
-    EVALUATOR_TYPES,
-    HANDOFF_BEHAVIORS,
-    PARADIGM_SPEC_KEYS,
-    PARADIGMS,
-    REQUIRED_LOOP_FIELDS,
-    SPECIAL_ROUTE_KEYS,
-    UNTIL_KEYS,
-    VALID_OPERATORS,
-)
-from little_loops.fsm.value_checks import (
+from little_loops.fsm.loading.value_checks import (
     FieldCheck,
     check_bool,
     check_fields,
@@ -49,6 +35,21 @@ from little_loops.fsm.value_checks import (
     one_of,
     scalar,
     unchecked,
+)
+from little_loops.fsm.model.findings import ValidationError
+from little_loops.fsm.model.loop_vocabulary import (
+    ACTION_TYPES,
+    CHECKPOINT_KINDS,
+    CONSTRAINT_KEYS,
+    DIRECTIONS,
+    EVALUATOR_TYPES,
+    HANDOFF_BEHAVIORS,
+    PARADIGM_SPEC_KEYS,
+    PARADIGMS,
+    REQUIRED_LOOP_FIELDS,
+    SPECIAL_ROUTE_KEYS,
+    UNTIL_KEYS,
+    VALID_OPERATORS,
 )
 
 
@@ -179,6 +180,11 @@ _SPEC_CHECKS: dict[str, FieldCheck] = {
     "constraints": _check_constraint_keys,
     "until": _check_until_keys,
 }
+
+
+def missing_loop_fields(data: dict[str, Any]) -> list[str]:
+    """The required keys of an FSM loop file (`name`, `initial`, `states`) it lacks."""
+    return [key for key in REQUIRED_LOOP_FIELDS if key not in data]
 
 
 def is_paradigm_spec(data: dict[str, Any]) -> bool:

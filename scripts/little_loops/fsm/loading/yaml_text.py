@@ -5,21 +5,24 @@ booleans. In a loop file those words are state and verdict names, so turning the
 ``True``/``False`` silently breaks routing. This loader keeps only ``true``/``false``
 (any case) as booleans, as YAML 1.2 does, and reports syntax errors as one line with the
 line and column. It also refuses an "alias bomb": a few lines whose anchors and aliases
-stand for millions of values, which would hang every later step. `parse_loop_yaml` also
-returns the keys written twice in one mapping (`duplicate_keys`), which a dict hides.
+stand for millions of values, which would hang every later step.
+
+`parse_yaml` reads text into values in one call. The loop-file pipeline calls its two
+halves, `compose_yaml` (text to nodes, which still know their lines and repeated keys)
+and `construct_yaml` (nodes to values), so that the duplicate-key check runs in between.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from little_loops.fsm.duplicate_keys import duplicate_key_errors
 from little_loops.fsm.errors import LoopSyntaxError
-from little_loops.fsm.findings import ValidationError
 
 _BOOL_PATTERN = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 _BOOL_FIRST_CHARS = list("tTfF")
@@ -47,24 +50,41 @@ _drop_yaml11_bool_resolver()
 
 def parse_yaml(text: str, source: str | Path = "<string>") -> Any:
     """Parse YAML text; a syntax error becomes a one-line `LoopSyntaxError`."""
-    data, _duplicates = parse_loop_yaml(text, source)
-    return data
+    return construct_yaml(compose_yaml(text, source), source)
 
 
-def parse_loop_yaml(
-    text: str, source: str | Path = "<string>"
-) -> tuple[Any, list[ValidationError]]:
-    """Like `parse_yaml`, and also the keys written twice in one mapping (as errors)."""
+def compose_yaml(text: str, source: str | Path = "<string>") -> yaml.Node | None:
+    """The node tree of one YAML document (None when empty), aliases checked for size."""
+    with _as_loop_syntax_errors(str(source)):
+        return _compose(text, str(source))
+
+
+def construct_yaml(node: yaml.Node | None, source: str | Path = "<string>") -> Any:
+    """The Python values of a composed document, with only true/false as booleans."""
+    if node is None:
+        return None
+    with _as_loop_syntax_errors(str(source)):
+        # Tags were resolved while composing, so a fresh loader builds the same values.
+        loader = LoopYamlLoader("")
+        try:
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
+
+
+@contextmanager
+def _as_loop_syntax_errors(source: str) -> Iterator[None]:
+    """Every way reading YAML fails becomes one `LoopSyntaxError` line."""
     try:
-        return _load(text, str(source))
+        yield
     except LoopSyntaxError:
         raise
     except yaml.YAMLError as exc:
-        raise _syntax_error(str(source), exc) from None
+        raise _syntax_error(source, exc) from None
     except RecursionError:
-        raise LoopSyntaxError(str(source), "YAML is nested too deeply") from None
+        raise LoopSyntaxError(source, "YAML is nested too deeply") from None
     except ValueError as exc:  # e.g. an integer longer than Python's digit limit
-        raise LoopSyntaxError(str(source), f"YAML value cannot be read: {exc}") from None
+        raise LoopSyntaxError(source, f"YAML value cannot be read: {exc}") from None
 
 
 def _syntax_error(source: str, exc: yaml.YAMLError) -> LoopSyntaxError:
@@ -76,25 +96,24 @@ def _syntax_error(source: str, exc: yaml.YAMLError) -> LoopSyntaxError:
     return error
 
 
-def _load(text: str, source: str) -> tuple[Any, list[ValidationError]]:
-    """`yaml.load` with the alias check between composing and constructing."""
+def _compose(text: str, source: str) -> yaml.Node | None:
+    """`yaml.compose` with the alias check before anything is constructed."""
     loader = LoopYamlLoader(text)  # derives from SafeLoader
     try:
         node = loader.get_single_node()
-        if node is None:
-            return None, []
-        counted: dict[int, int] = {}
-        added = _expanded_size(node, counted) - len(counted)
-        if added > MAX_ALIAS_EXPANSION:
-            raise LoopSyntaxError(
-                source,
-                f"YAML aliases expand to {added:,} more values than the file spells out "
-                f"(at most {MAX_ALIAS_EXPANSION:,})",
-            )
-        duplicates = duplicate_key_errors(node)  # before construction merges `<<` keys in
-        return loader.construct_document(node), duplicates
     finally:
         loader.dispose()
+    if node is None:
+        return None
+    counted: dict[int, int] = {}
+    added = _expanded_size(node, counted) - len(counted)
+    if added > MAX_ALIAS_EXPANSION:
+        raise LoopSyntaxError(
+            source,
+            f"YAML aliases expand to {added:,} more values than the file spells out "
+            f"(at most {MAX_ALIAS_EXPANSION:,})",
+        )
+    return node
 
 
 def _expanded_size(node: yaml.Node, counted: dict[int, int]) -> int:

@@ -1,8 +1,8 @@
 """The record every loop check returns: a message, a dotted key path and a severity.
 
-A leaf module so that the shape checks (`loop_shape`), the graph checks (`validation`)
-and `errors.LoopValidationError` can all use it without importing each other.
-Re-exported by `validation`, where the reference defines it.
+A leaf module so that every stage of `loading` (shape, graph and file-level checks) and
+`errors.LoopValidationError` can use it without importing each other. Re-exported by the
+face `validation`, where the reference defines it.
 """
 
 from __future__ import annotations

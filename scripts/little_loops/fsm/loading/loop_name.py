@@ -9,7 +9,7 @@ and wrote wherever it pointed.
 
 from __future__ import annotations
 
-from little_loops.fsm.findings import ValidationError
+from little_loops.fsm.model.findings import ValidationError
 
 
 def loop_name_problem(name: str) -> str | None:

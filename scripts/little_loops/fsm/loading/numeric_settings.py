@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from little_loops.fsm.findings import ValidationError
 from little_loops.fsm.interpolation import VARIABLE_PATTERN
+from little_loops.fsm.loading.value_checks import describe_value
+from little_loops.fsm.model.findings import ValidationError
 from little_loops.fsm.schema import EvaluateConfig, FSMLoop
-from little_loops.fsm.value_checks import describe_value
 
 _NUMERIC_FIELDS = {"output_numeric": ("target",), "convergence": ("target", "tolerance")}
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from little_loops.fsm.findings import ValidationError
 from little_loops.fsm.interpolation import ESCAPED_PATTERN, VARIABLE_PATTERN
+from little_loops.fsm.model.findings import ValidationError
 from little_loops.fsm.schema import FSMLoop, StateConfig
 
 NAMESPACES = ("context", "captured", "prev", "result", "state", "loop", "env", "handoff")

@@ -1,0 +1,129 @@
+"""From a loop file to a validated `FSMLoop`: every stage, in order, in one place.
+
+```
+path ─► source.read_loop_text          file checks, UTF-8 text
+     ─► yaml_text.compose_yaml         YAML nodes (syntax, alias bomb)
+     ─► duplicate_keys                 a key written twice is an error
+     ─► yaml_text.construct_yaml       values (only true/false are booleans)
+     ─► source.require_mapping         the top level is a mapping
+     ─► shape                          required keys, unknown keys, types, fixed values
+     ─► FSMLoop.from_dict  or  paradigms.compile_paradigm   (load_loop only)
+     ─► graph_checks.validate_fsm      the reference's eleven checks
+     ─► loop_name, interpolation_checks, numeric_settings, argument_limits
+     ─► FSMLoop (errors raised as one LoopValidationError, warnings logged)
+```
+
+Each stage takes the previous stage's result and none of them calls another stage: this
+module is the only place that runs them in sequence (the direction python-statemachine
+loads a document in: read, parse, check, model, build). Shape errors are reported before
+the loop is built, so a typo such as `on_sucess` is reported on its own instead of
+together with the "no transition" error it causes.
+
+`load_and_validate` runs the stages like the reference does (no paradigm compilation);
+`load_loop` also compiles paradigm files. The reference path `little_loops.fsm.validation`
+re-exports both.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from little_loops.fsm.errors import LoopFileError, LoopValidationError
+from little_loops.fsm.loading.argument_limits import action_length_errors
+from little_loops.fsm.loading.duplicate_keys import duplicate_key_errors
+from little_loops.fsm.loading.graph_checks import validate_fsm
+from little_loops.fsm.loading.interpolation_checks import interpolation_errors
+from little_loops.fsm.loading.loop_name import loop_name_errors
+from little_loops.fsm.loading.numeric_settings import numeric_setting_errors
+from little_loops.fsm.loading.paradigms import compile_paradigm
+from little_loops.fsm.loading.shape import check_loop_mapping, is_paradigm_spec, missing_loop_fields
+from little_loops.fsm.loading.source import read_loop_text, require_mapping
+from little_loops.fsm.loading.yaml_text import compose_yaml, construct_yaml
+from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
+from little_loops.fsm.schema import FSMLoop
+
+# The reference logs warnings on this name (fsm-api §4), so it stays after the move.
+logger = logging.getLogger("little_loops.fsm.validation")
+
+
+def parse_loop_yaml(
+    text: str, source: str | Path = "<string>"
+) -> tuple[Any, list[ValidationError]]:
+    """The values of a YAML text, and the keys written twice in one mapping (as errors)."""
+    node = compose_yaml(text, source)
+    # On the nodes, before construction merges `<<` keys in and a dict hides repeats.
+    duplicates = duplicate_key_errors(node) if node is not None else []
+    return construct_yaml(node, source), duplicates
+
+
+def load_loop_mapping(path: Path | str) -> dict[str, Any]:
+    """Read and parse a loop file whose top level must be a mapping."""
+    path = Path(path)
+    data, duplicates = parse_loop_yaml(read_loop_text(path), str(path))
+    mapping = require_mapping(data, str(path))
+    _raise_if_errors(path, duplicates)
+    return mapping
+
+
+def load_and_validate(path: Path | str) -> FSMLoop:
+    """Load an FSM loop file and validate it (paradigm files are not compiled).
+
+    Raises `LoopNotFoundError` for a missing file, `LoopSyntaxError` for bad YAML,
+    `LoopFileError` for a file that is not a loop, `LoopValidationError` for shape and
+    graph errors. Warnings are logged on `little_loops.fsm.validation`.
+    """
+    path = Path(path)
+    return _loop_from_fsm_mapping(load_loop_mapping(path), path)
+
+
+def load_loop(path: Path | str) -> FSMLoop:
+    """Like `load_and_validate`, but a paradigm file is compiled first."""
+    path = Path(path)
+    data = load_loop_mapping(path)
+    if not is_paradigm_spec(data):
+        return _loop_from_fsm_mapping(data, path)
+    _raise_if_errors(path, check_loop_mapping(data))
+    return _checked(_compiled(data, path), path)
+
+
+def built_loop_findings(fsm: FSMLoop) -> list[ValidationError]:
+    """The checks on a built loop: the reference's graph checks, then our additions."""
+    return [
+        *validate_fsm(fsm),
+        *loop_name_errors(fsm.name),
+        *interpolation_errors(fsm),
+        *numeric_setting_errors(fsm),
+        *action_length_errors(fsm),
+    ]
+
+
+def _loop_from_fsm_mapping(data: dict[str, Any], path: Path) -> FSMLoop:
+    missing = missing_loop_fields(data)
+    if missing:
+        message = f"FSM file missing required fields: {', '.join(missing)}"
+        raise LoopFileError(str(path), message)
+    _raise_if_errors(path, check_loop_mapping(data))
+    return _checked(FSMLoop.from_dict(data), path)
+
+
+def _compiled(data: dict[str, Any], path: Path) -> FSMLoop:
+    try:
+        return compile_paradigm(data)
+    except ValueError as exc:
+        raise LoopFileError(str(path), str(exc)) from None
+
+
+def _checked(fsm: FSMLoop, path: Path) -> FSMLoop:
+    findings = built_loop_findings(fsm)
+    errors = [item for item in findings if item.severity is ValidationSeverity.ERROR]
+    _raise_if_errors(path, errors)
+    for warning in findings:  # only warnings are left: errors have raised
+        logger.warning("%s", warning)
+    return fsm
+
+
+def _raise_if_errors(path: Path, errors: list[ValidationError]) -> None:
+    if errors:
+        raise LoopValidationError(str(path), errors)
