@@ -61,6 +61,7 @@ _RUN_LONG_FLAGS = (
     "--verbose",
     "--queue",
     "--stall-threshold",
+    "--context",
 )
 
 
@@ -89,6 +90,12 @@ def _at_least_one(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _context_assignment(text: str) -> tuple[str, str]:
+    from little_loops.cli.context_option import context_assignment
+
+    return context_assignment(text)
 
 
 def _not_negative(text: str) -> int:
@@ -153,6 +160,14 @@ def _add_running_commands(sub: Subparsers) -> None:
     _add_run_options(run)
     run.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     run.add_argument("-b", "--background", action="store_true", help="run detached, log to file")
+    run.add_argument(
+        "--context",
+        action="append",
+        type=_context_assignment,
+        metavar="KEY=VALUE",
+        help="set ${context.KEY} for this run, over the loop file's context (repeatable; "
+        "resume keeps it)",
+    )
     resume = _documented_parser(sub, "resume", "continue a paused or interrupted loop")
     _add_run_options(resume)
     resume.add_argument(
@@ -247,6 +262,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         verbose=args.verbose,
         queue=args.queue,
         stall_threshold=args.stall_threshold,
+        context=tuple(getattr(args, "context", None) or ()),
     )
 
 
