@@ -118,7 +118,10 @@ def test_dot_accepts_every_example_and_a_run_in_progress(
 
     svg = assert_dot_accepts(graphviz_dot, text)
     assert "pause_here" in svg
-    assert 's5 [label="pause_here\\n1 visit", style="filled,bold", fillcolor="#ffd54f"' in text
+    highlighted = (
+        's5 [label="pause_here\\n1 visit", style="rounded,filled,bold", fillcolor="#ffd54f"'
+    )
+    assert highlighted in text
 
 
 def test_mermaid_parser_accepts_every_example_and_a_run_in_progress(
@@ -183,7 +186,7 @@ def test_current_state_and_visits_marked_in_both_languages() -> None:
     )
     marks = RunMarks(current_state="a", visits={"a": 3, "b": 1})
 
-    assert 's0 [label="a\\n3 visits", style="filled,bold"' in render_dot(fsm, marks)
+    assert 's0 [label="a\\n3 visits", style="rounded,filled,bold"' in render_dot(fsm, marks)
     mermaid = render_mermaid(fsm, marks)
     assert 's0(["a<br>3 visits"])' in mermaid
     assert 's1((("b<br>1 visit")))' in mermaid

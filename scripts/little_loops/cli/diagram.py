@@ -170,7 +170,8 @@ def _dot_attributes(node: _Node) -> str:
     elif node.kind in ("note", "stall"):
         attributes.append('shape=note, style="dashed"')
     if node.current:
-        attributes.append(f'style="filled,bold", fillcolor="{CURRENT_FILL}", penwidth=2')
+        shape = "filled,bold" if node.kind == "terminal" else "rounded,filled,bold"
+        attributes.append(f'style="{shape}", fillcolor="{CURRENT_FILL}", penwidth=2')
     elif node.kind == "terminal":
         attributes.append(f'style="filled", fillcolor="{TERMINAL_FILL}"')
     return ", ".join(attributes)
