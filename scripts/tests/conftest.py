@@ -15,6 +15,7 @@ request out. Tests that talk to the fake API set their own values.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -33,3 +34,21 @@ settings.load_profile("ll-loop")
 def pytest_configure(config: pytest.Config) -> None:
     factory: pytest.TempPathFactory = config._tmp_path_factory  # type: ignore[attr-defined]
     set_hypothesis_home_dir(factory.getbasetemp() / "hypothesis")
+
+
+@pytest.fixture(scope="session")
+def graphviz_dot() -> Path:
+    """graphviz's `dot`: skipped when missing, failed when missing in CI (`CI` set)."""
+    from fixtures.external_tools import find_dot, require_tool
+
+    return require_tool(find_dot, why="graphviz is needed to check DOT output")
+
+
+@pytest.fixture(scope="session")
+def mermaid_parser() -> Path:
+    """The Mermaid parser's check script (installed with npm on first use); same rule."""
+    from fixtures.external_tools import find_mermaid_parser, require_tool
+
+    return require_tool(
+        find_mermaid_parser, why="the mermaid parser is needed to check Mermaid output"
+    )

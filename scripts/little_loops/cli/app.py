@@ -37,7 +37,18 @@ from little_loops.cli.output import silence_stdout as _silence_stdout
 if TYPE_CHECKING:
     from little_loops.cli.cmd_run import RunOptions
 
-SUBCOMMANDS = ("run", "validate", "compile", "list", "status", "stop", "resume", "history")
+SUBCOMMANDS = (
+    "run",
+    "validate",
+    "compile",
+    "list",
+    "status",
+    "stop",
+    "resume",
+    "history",
+    "show",
+    "schema",
+)
 # Flags that only make sense for `run`: `ll-loop --dry-run x` means `ll-loop run --dry-run x`.
 _RUN_SHORT_FLAGS = ("-n", "-b", "-q", "-v")
 _RUN_LONG_FLAGS = (
@@ -50,6 +61,7 @@ _RUN_LONG_FLAGS = (
     "--verbose",
     "--queue",
     "--stall-threshold",
+    "--context",
 )
 
 
@@ -78,6 +90,12 @@ def _at_least_one(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _context_assignment(text: str) -> tuple[str, str]:
+    from little_loops.cli.context_option import context_assignment
+
+    return context_assignment(text)
 
 
 def _not_negative(text: str) -> int:
@@ -142,6 +160,14 @@ def _add_running_commands(sub: Subparsers) -> None:
     _add_run_options(run)
     run.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     run.add_argument("-b", "--background", action="store_true", help="run detached, log to file")
+    run.add_argument(
+        "--context",
+        action="append",
+        type=_context_assignment,
+        metavar="KEY=VALUE",
+        help="set ${context.KEY} for this run, over the loop file's context (repeatable; "
+        "resume keeps it)",
+    )
     resume = _documented_parser(sub, "resume", "continue a paused or interrupted loop")
     _add_run_options(resume)
     resume.add_argument(
@@ -182,6 +208,22 @@ def _add_file_commands(sub: Subparsers) -> None:
         help="list unfinished runs (running, paused, interrupted, stalled)",
     )
     list_parser.add_argument("--json", action="store_true", help="print JSON")
+    _add_show_commands(sub)
+
+
+def _add_show_commands(sub: Subparsers) -> None:
+    """`show` and `schema`: a loop at a glance, and the JSON Schema of loop files."""
+    show = sub.add_parser("show", help="show a loop: limits, guards, states, routes, diagram")
+    show.add_argument("loop", help="loop name (.loops/<name>.yaml) or path to a loop file")
+    show.add_argument(
+        "--diagram",
+        nargs="?",
+        const="mermaid",
+        choices=("mermaid", "dot"),
+        help="print the state graph as Mermaid (default) or Graphviz DOT",
+    )
+    show.add_argument("--json", action="store_true", help="print JSON")
+    sub.add_parser("schema", help="print the JSON Schema of loop files (for editors)")
 
 
 def _add_state_commands(sub: Subparsers) -> None:
@@ -220,6 +262,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         verbose=args.verbose,
         queue=args.queue,
         stall_threshold=args.stall_threshold,
+        context=tuple(getattr(args, "context", None) or ()),
     )
 
 
@@ -282,6 +325,18 @@ def _history(a: argparse.Namespace) -> int:
     return history_command(a.loop, tail=a.tail, as_json=a.json, as_jsonl=a.jsonl)
 
 
+def _show(a: argparse.Namespace) -> int:
+    from little_loops.cli.cmd_show import show_command
+
+    return show_command(a.loop, diagram=a.diagram, as_json=a.json)
+
+
+def _schema(a: argparse.Namespace) -> int:
+    from little_loops.cli.cmd_schema import schema_command
+
+    return schema_command()
+
+
 def _check_running_dir() -> None:
     """`.loops/.running/` unusable: the line `run` gives, not a crash or "no state"."""
     from little_loops.cli.resolve import LOOPS_DIR
@@ -299,6 +354,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "status": _status,
     "stop": _stop,
     "history": _history,
+    "show": _show,
+    "schema": _schema,
 }
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from little_loops.cli.background import log_path_for, refuse_unresumable, start_detached
+from little_loops.cli.context_option import saved_context_overrides
 from little_loops.cli.display import ProgressDisplay
 from little_loops.cli.exit_codes import FAILED, OK, exit_code_for
 from little_loops.cli.orphans import stop_orphans, stopped_line
@@ -53,6 +54,8 @@ class RunOptions:
     verbose: bool = False
     queue: bool = False
     stall_threshold: int | None = None
+    # `run --context KEY=VALUE`, in the order given (a later KEY wins).
+    context: tuple[tuple[str, str], ...] = ()
 
 
 def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
@@ -73,7 +76,7 @@ def run_command(
     loop_arg: str, options: RunOptions, *, dry_run: bool = False, background: bool = False
 ) -> int:
     """`ll-loop run <loop>`: plan, detach, or run in the foreground."""
-    path, fsm = load_resolved(loop_arg)
+    path, fsm = load_resolved(loop_arg, context_overrides=dict(options.context))
     apply_overrides(fsm, options)
     if dry_run:
         for line in plan_lines(fsm):
@@ -90,6 +93,7 @@ def run_command(
             "",
         ]
         executor = _executor(fsm, display, lock, StatePersistence(fsm.name, LOOPS_DIR))
+        executor.context_overrides = dict(options.context)
         _say_if_unfinished(executor.archive_previous(), loop_arg)
         result = _execute(executor, display, lambda: executor.run(clear_previous=False))
         return _report(result, fsm, loop_arg, display, options)
@@ -127,7 +131,7 @@ def resume_command(
     `from_history`: first bring back the newest unfinished run a later `run` archived.
     `background`: detach, as `run --background` does.
     """
-    path, fsm = load_resolved(loop_arg)
+    path, fsm = load_resolved(loop_arg, context_overrides=saved_context_overrides(loop_arg))
     apply_overrides(fsm, options)
     persistence = StatePersistence(fsm.name, LOOPS_DIR)
     if background:
@@ -280,6 +284,8 @@ def _start_background(
         args += ["--max-continuations", str(options.max_continuations)]
     if options.stall_threshold is not None:
         args += ["--stall-threshold", str(options.stall_threshold)]
+    for key, value in options.context:
+        args += ["--context", f"{key}={value}"]
     log_path = log_path_for(LOOPS_DIR, fsm.name)
     # Checked here so a refusal is seen at once, and held while the log of a running
     # loop would be truncated. A queued start waits in the background, not here.

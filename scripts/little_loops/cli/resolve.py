@@ -11,6 +11,7 @@ the compiled file still runs (the reference's order), and a note on stderr says 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +46,16 @@ def resolve_loop_path(arg: str) -> Path:
     raise LoopNotFoundError(f"Loop not found: {arg}", searched=[str(path) for path in candidates])
 
 
-def load_resolved(arg: str) -> tuple[Path, FSMLoop]:
-    """Resolve `arg` and load the loop (paradigm files are compiled on the fly)."""
+def load_resolved(
+    arg: str, *, context_overrides: Mapping[str, str] | None = None
+) -> tuple[Path, FSMLoop]:
+    """Resolve `arg` and load the loop (paradigm files are compiled on the fly), with the
+    `run --context` values set in its `context`."""
     path = resolve_loop_path(arg)
     note = stale_compiled_note(path)
     if note is not None:
         write_error_line(note)
-    return path, load_loop(path)
+    return path, load_loop(path, context_overrides=context_overrides)
 
 
 def stale_compiled_note(path: Path) -> str | None:

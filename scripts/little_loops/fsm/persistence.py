@@ -264,6 +264,8 @@ class PersistentExecutor:
             self._runner.on_group_running = self._record_action_group
         # Visits are saved only for loops that limit them: other state files stay as short.
         self._counts_visits = any(state.max_visits for state in fsm.states.values())
+        # `run --context` values (already in `fsm.context`), saved so `resume` keeps them.
+        self.context_overrides: dict[str, str] = {}
 
     def request_shutdown(self) -> None:
         """Ask the inner executor to stop; the run is then saved as `interrupted`."""
@@ -403,6 +405,7 @@ class PersistentExecutor:
             errors=executor.guards.errors.to_list(),
             continuation_prompt=self._continuation_prompt,  # None once a route left the state
             action_groups=self._action_groups(),
+            context_overrides=self.context_overrides,
         )
 
     # --- run and resume -----------------------------------------------------------------
@@ -556,10 +559,16 @@ class PersistentExecutor:
             # Saved again until the state is left, should this run stop before that.
             self._continuation_prompt = state.continuation_prompt
         executor.handoff_count = state.handoff_count
+        self._restore_context_overrides(state)
         self._restore_guards(state, cut_off=cut_off)
         self._last_result = state.last_result
         self._phase = state.phase
         self._resumed_at = now_iso()
+
+    def _restore_context_overrides(self, state: LoopState) -> None:
+        """The run's `--context` values win over the loop file's again."""
+        self.context_overrides = dict(state.context_overrides)
+        self.fsm.context.update(state.context_overrides)
 
     def _restore_guards(self, state: LoopState, *, cut_off: bool) -> None:
         """Counters go on across resumes: a loop stalled before stalls again unless its

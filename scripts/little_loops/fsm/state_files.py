@@ -98,6 +98,11 @@ def _is_group_list(value: object) -> bool:
     )
 
 
+def _is_string_map(value: object) -> bool:
+    """`context_overrides`: `{"KEY": "VALUE", ...}` (`run --context`)."""
+    return isinstance(value, dict) and all(isinstance(item, str) for item in value.values())
+
+
 # key -> (check, what is expected). Keys not listed are ignored (newer writers may add some).
 _FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "loop_name": (_is_str, "a string"),
@@ -125,6 +130,7 @@ _FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "stall_streaks": (is_streak_map, "an object of state names to streaks"),
     "errors": (is_error_list, "an array of error records"),
     "action_groups": (_is_group_list, "an array of {pgid, started} objects"),
+    "context_overrides": (_is_string_map, "an object of strings"),
 }
 
 
@@ -235,6 +241,8 @@ class LoopState:
     # (`{"pgid", "started"}`, see `process_groups`), so that a later process can stop
     # what a runner that died left running. Written when not empty.
     action_groups: list[dict[str, Any]] = field(default_factory=list)
+    # `run --context KEY=VALUE` values, kept so `resume` runs with them. Written when set.
+    context_overrides: dict[str, str] = field(default_factory=dict)
 
     def current_iteration(self) -> int:
         """The iteration number `current_state` runs as.
@@ -271,7 +279,7 @@ class LoopState:
         for key in ("resumed_at", "phase"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
-        for key in ("visits", "stall_streaks", "errors", "action_groups"):
+        for key in ("visits", "stall_streaks", "errors", "action_groups", "context_overrides"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
         return out
@@ -315,6 +323,7 @@ class LoopState:
             stall_streaks=data.get("stall_streaks", {}),
             errors=data.get("errors", []),
             action_groups=data.get("action_groups", []),
+            context_overrides=data.get("context_overrides", {}),
         )
 
 

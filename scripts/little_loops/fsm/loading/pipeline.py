@@ -27,11 +27,13 @@ re-exports both.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from little_loops.fsm.errors import LoopFileError, LoopValidationError
 from little_loops.fsm.loading.argument_limits import action_length_errors
+from little_loops.fsm.loading.context_overrides import with_context_overrides
 from little_loops.fsm.loading.duplicate_keys import duplicate_key_errors
 from little_loops.fsm.loading.graph_checks import validate_fsm
 from little_loops.fsm.loading.interpolation_checks import interpolation_errors
@@ -78,10 +80,13 @@ def load_and_validate(path: Path | str) -> FSMLoop:
     return _loop_from_fsm_mapping(load_loop_mapping(path), path)
 
 
-def load_loop(path: Path | str) -> FSMLoop:
-    """Like `load_and_validate`, but a paradigm file is compiled first."""
+def load_loop(path: Path | str, *, context_overrides: Mapping[str, str] | None = None) -> FSMLoop:
+    """Like `load_and_validate`, but a paradigm file is compiled first.
+
+    `context_overrides` (`run --context`) are set in the file's `context` before checking.
+    """
     path = Path(path)
-    data = load_loop_mapping(path)
+    data = with_context_overrides(load_loop_mapping(path), context_overrides or {})
     if not is_paradigm_spec(data):
         return _loop_from_fsm_mapping(data, path)
     _raise_if_errors(path, check_loop_mapping(data))
