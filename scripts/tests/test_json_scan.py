@@ -8,7 +8,7 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from little_loops.fsm.json_scan import json_objects
+from little_loops.fsm.judging.json_scan import json_objects
 
 
 def test_bare_fenced_and_inline_objects_in_order() -> None:

@@ -1,0 +1,205 @@
+"""One state's action: its text, its timeout, the runner call, its events and capture.
+
+`run_action` interpolates the action (delivering a continued or resumed handoff's prompt
+to its slash command once), emits `action_start`/`action_complete`, runs it through the
+executor's `ActionRunner` with the signal scan and output callback attached, stores the
+capture, and returns the `Step` the evaluation continues with. It is part of `FSMExecutor`,
+split out: it reads and sets the executor's attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from little_loops.fsm.engine.guards import stderr_tail
+from little_loops.fsm.engine.step_result import Step, error_step, log_key
+from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
+from little_loops.fsm.process.output_files import action_log_name
+from little_loops.fsm.process.runner import ActionResult, is_slash_command
+from little_loops.fsm.schema import StateConfig
+from little_loops.fsm.signal_detector import DetectedSignal, SignalScan
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.run_loop import ActionRunner, FSMExecutor
+
+__all__ = ["DEFAULT_ACTION_TIMEOUT", "StreamingRunner", "call_runner", "is_slash", "run_action"]
+
+DEFAULT_ACTION_TIMEOUT = 120
+
+
+class StreamingRunner(Protocol):
+    """A runner whose class sets `supports_streaming = True`: it takes `on_line` (each
+    line); with `supports_text_blocks = True` also `on_text` (blocks of whole lines); with
+    `supports_output_log = True` also `log_path`."""
+
+    def run(
+        self,
+        action: str,
+        timeout: float,
+        is_slash_command: bool,
+        *,
+        on_line: Callable[[str], None] | None = None,
+        on_text: Callable[[str], None] | None = None,
+        log_path: Path | None = None,
+    ) -> ActionResult: ...
+
+
+def run_action(ex: FSMExecutor, state: StateConfig, ctx: InterpolationContext) -> Step:
+    """Run `state`'s action for the executor `ex`; failures become the `error` verdict."""
+    assert state.action
+    try:
+        action = _action_text(ex, state, ctx)
+    except InterpolationError as exc:
+        return error_step(f"Cannot interpolate action: {exc}")
+    ex._emit("action_start", action=action)
+    slash = is_slash(state, action)
+    limit = state.timeout or DEFAULT_ACTION_TIMEOUT
+    timeout = _action_timeout(ex, limit)
+    scan = ex.signal_detector.scan() if ex.signal_detector is not None else None
+    result = call_runner(
+        ex.action_runner, action, timeout, slash, scan, ex.output_callback, _log_path(ex)
+    )
+    ex._emit("action_complete", **_completed_keys(result))
+    if state.capture:
+        ex.captured[state.capture] = _capture(result)
+    step = Step(action=result, slash=slash, signal=_acted_on(ex, scan))
+    step.cut_by_loop_timeout = result.timed_out and timeout < limit
+    if result.error is not None:
+        step.verdict, step.details = "error", {"error": result.error}
+    return step
+
+
+def is_slash(state: StateConfig, action: str) -> bool:
+    """`action_type` decides when set; otherwise the shape of the interpolated action."""
+    if state.action_type is not None:
+        return state.action_type == "slash_command"
+    return is_slash_command(action)
+
+
+def _action_text(ex: FSMExecutor, state: StateConfig, ctx: InterpolationContext) -> str:
+    """The interpolated action; a resumed handoff's prompt reaches its slash command."""
+    assert state.action
+    action = interpolate(state.action, ctx)
+    handoff = ex.handoff_context or {}
+    if handoff.get("state") != ex.current_state or ex._handoff_delivered:
+        return action
+    ex._handoff_delivered = True
+    prompt = handoff.get("prompt")
+    if prompt and is_slash(state, action) and "${handoff.prompt}" not in state.action:
+        action = f"{action}\n\n{prompt}"
+    return action
+
+
+def _log_path(ex: FSMExecutor) -> Path | None:
+    """Where this action's whole stdout goes (`<iteration>-<state>.log`); None: no logs."""
+    if ex.log_dir is None:
+        return None
+    return ex.log_dir / action_log_name(ex.iteration, ex.current_state)
+
+
+def _action_timeout(ex: FSMExecutor, limit: float) -> float:
+    if not ex.fsm.timeout:
+        return limit
+    remaining = ex.fsm.timeout - ex.elapsed_ms() / 1000
+    return min(limit, max(remaining, 0.001))  # an action never outlives the loop
+
+
+def _completed_keys(result: ActionResult) -> dict[str, Any]:
+    """The payload of `action_complete`."""
+    completed: dict[str, Any] = {
+        "exit_code": result.exit_code,
+        "duration_ms": result.duration_ms,
+    }
+    if result.error is not None:
+        completed["error"] = result.error
+    elif result.exit_code != 0 and stderr_tail(result.stderr):
+        completed["stderr_tail"] = stderr_tail(result.stderr)  # addition: why it failed
+    if result.log_path is not None:
+        completed["log_path"] = result.log_path  # addition: the action's whole stdout
+    return completed
+
+
+def _capture(result: ActionResult) -> dict[str, Any]:
+    """What `capture:` stores under `${captured.<name>.*}`."""
+    return {
+        "output": result.output,
+        "stderr": result.stderr,
+        "exit_code": result.exit_code,
+        "duration_ms": result.duration_ms,
+        **log_key(result),
+    }
+
+
+def _acted_on(ex: FSMExecutor, scan: SignalScan | None) -> DetectedSignal | None:
+    """The signal the run acts on; a handoff is also kept as the executor's pending one."""
+    if scan is None:
+        return None
+    signal = scan.actionable()
+    if signal is not None and signal.signal_type == "handoff":
+        ex._pending_handoff = signal
+    return signal
+
+
+def call_runner(
+    runner: ActionRunner,
+    action: str,
+    timeout: float,
+    slash: bool,
+    scan: SignalScan | None,
+    output_callback: Callable[[str], None] | None,
+    log_path: Path | None,
+) -> ActionResult:
+    """Run `action`; feed the scan from the stream, or from the result when nothing streamed.
+
+    `log_path` reaches only runners that set `supports_output_log`.
+    """
+    if getattr(runner, "supports_streaming", False) is True:
+        streaming = cast(StreamingRunner, runner)
+        result = _run_streaming(streaming, action, timeout, slash, scan, output_callback, log_path)
+    else:
+        result = runner.run(action, timeout=timeout, is_slash_command=slash)
+    if scan is not None and scan.lines == 0:
+        # A runner that does not stream (or streamed nothing): scan what it returned.
+        scan.feed_text(result.output)
+    return result
+
+
+def _run_streaming(
+    runner: StreamingRunner,
+    action: str,
+    timeout: float,
+    slash: bool,
+    scan: SignalScan | None,
+    output_callback: Callable[[str], None] | None,
+    log_path: Path | None,
+) -> ActionResult:
+    """Run through a streaming runner, asking for a log when we keep logs and it can.
+
+    The signal scan reads the output in blocks (`on_text`) and the output callback
+    line by line (`on_line`), so both see every line, also those the runner no longer
+    keeps in memory, and a quiet run pays no per-line call at all.
+    """
+    feeds: dict[str, Any] = {"on_line": output_callback}
+    if scan is not None and getattr(runner, "supports_text_blocks", False) is True:
+        feeds["on_text"] = scan.feed_block
+    elif scan is not None:
+        feeds["on_line"] = _both(scan.feed, output_callback)
+    if log_path is not None and getattr(runner, "supports_output_log", False) is True:
+        feeds["log_path"] = log_path
+    return runner.run(action, timeout=timeout, is_slash_command=slash, **feeds)
+
+
+def _both(
+    first: Callable[[str], None], second: Callable[[str], None] | None
+) -> Callable[[str], None]:
+    """One line callback that calls `first`, then `second` when there is one."""
+    if second is None:
+        return first
+
+    def call_both(line: str) -> None:
+        first(line)
+        second(line)
+
+    return call_both

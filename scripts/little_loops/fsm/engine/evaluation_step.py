@@ -1,0 +1,88 @@
+"""Evaluation of one state: its verdict, `${prev.*}` and `${result.*}`, the `evaluate` event.
+
+`evaluate_step` fills in the verdict of a `Step` whose action did not already fail:
+`next` states are not evaluated, a decision state with nothing to judge succeeds, a state
+without `evaluate` is judged by its exit code (or, for a slash command with the LLM
+enabled, by the structured LLM check), and any other state by its evaluator. An evaluator
+that raises gives the `error` verdict. It is part of `FSMExecutor`, split out: it sets the
+executor's `prev_result` and `last_result` and emits through it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from little_loops.fsm.engine.step_result import Step, full_output_log, log_key
+from little_loops.fsm.evaluators import evaluate, evaluate_exit_code, evaluate_llm_structured
+from little_loops.fsm.interpolation import InterpolationContext
+from little_loops.fsm.process.runner import ActionResult
+from little_loops.fsm.schema import LLMConfig, StateConfig
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.run_loop import FSMExecutor
+
+__all__ = ["evaluate_step", "judge", "prev_result_of"]
+
+# Event keys an evaluator's details may not overwrite in the `evaluate` event.
+_RESERVED_EVENT_KEYS = ("event", "ts", "type", "verdict")
+
+
+def evaluate_step(
+    ex: FSMExecutor, state: StateConfig, ctx: InterpolationContext, step: Step
+) -> None:
+    """Fill in the verdict (unless the action already failed); update prev and result."""
+    if step.verdict is None:
+        if state.next:
+            return  # `next` states are not evaluated
+        if state.evaluate is None and step.action is None:
+            ex.prev_result = prev_result_of(step, ex.current_state)
+            step.verdict = "success"  # a decision state with nothing to judge
+            return
+        step.verdict, step.details = judge(state, ctx, step, ex.fsm.llm)
+    if not state.next:
+        ex.prev_result = prev_result_of(step, ex.current_state)
+    ex.last_result = {"verdict": step.verdict, "details": step.details}
+    details = {k: v for k, v in step.details.items() if k not in _RESERVED_EVENT_KEYS}
+    kind = state.evaluate.type if state.evaluate else "default"
+    ex._emit("evaluate", type=kind, verdict=step.verdict, **details)
+
+
+def prev_result_of(step: Step, state_name: str) -> dict[str, Any]:
+    """What the next state sees as `${prev.*}`."""
+    action = step.action
+    return {
+        "output": action.output if action else "",
+        "exit_code": action.exit_code if action else 0,
+        "state": state_name,
+        **(log_key(action) if action else {}),
+    }
+
+
+def judge(
+    state: StateConfig, ctx: InterpolationContext, step: Step, llm: LLMConfig
+) -> tuple[str, dict[str, Any]]:
+    """The verdict and details of `step`; an evaluator that raises gives `error`."""
+    action = step.action
+    try:
+        if state.evaluate is None:
+            assert action is not None
+            return _default_judgement(action, step.slash, llm)
+        output, exit_code = (action.output, action.exit_code) if action else ("", 0)
+        log_path = full_output_log(action) if action else None
+        result = evaluate(state.evaluate, output, exit_code, ctx, llm=llm, log_path=log_path)
+    except Exception as exc:  # evaluators report expected failures; this is a backstop
+        return "error", {"error": f"Evaluation failed: {type(exc).__name__}: {exc}"}
+    return result.verdict, result.details
+
+
+def _default_judgement(
+    action: ActionResult, slash: bool, llm: LLMConfig
+) -> tuple[str, dict[str, Any]]:
+    """No `evaluate`: the LLM check for a slash command when enabled, else the exit code."""
+    if slash and llm.enabled:
+        result = evaluate_llm_structured(
+            action.output, model=llm.model, max_tokens=llm.max_tokens, timeout=llm.timeout
+        )
+    else:
+        result = evaluate_exit_code(action.exit_code)
+    return result.verdict, result.details

@@ -1,0 +1,62 @@
+"""Choosing and resolving the next state from a verdict.
+
+Routing order: the exact verdict, then `_error` (for the `error` verdict only), then `_`.
+A state with a route table uses only the table; otherwise the shorthand keys
+`on_success`, `on_failure` and `on_error` apply. A target is a state name, the token
+`$current`, or a template containing `${...}` that is interpolated when the route is
+taken (with `result` available) and must name an existing state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
+from little_loops.fsm.schema import CURRENT_STATE_TOKEN, StateConfig
+
+
+class RoutingError(Exception):
+    """A route target that cannot be resolved to a state of the loop."""
+
+
+def choose_target(state: StateConfig, verdict: str) -> str | None:
+    """The unresolved target for `verdict`, or None when the state has no route for it."""
+    table = state.route
+    if table is not None:
+        if verdict in table.routes:
+            return table.routes[verdict]
+        if verdict == "error" and table.error is not None:
+            return table.error
+        return table.default
+    shorthand = {"success": state.on_success, "failure": state.on_failure, "error": state.on_error}
+    return shorthand.get(verdict)
+
+
+def no_route_message(state_name: str, verdict: str | None, details: dict[str, Any]) -> str:
+    """Why the run ends when a verdict has no route: an error verdict's own message wins."""
+    if verdict == "error" and isinstance(details.get("error"), str):
+        return str(details["error"])  # the failure itself says more than "no route"
+    return f"No valid transition for verdict '{verdict}' in state '{state_name}'"
+
+
+def resolve_target(
+    target: str,
+    *,
+    current_state: str,
+    state_names: set[str] | dict[str, StateConfig],
+    ctx: InterpolationContext,
+) -> str:
+    """Turn a target into a state name: `$current`, templates, or the name itself."""
+    if target == CURRENT_STATE_TOKEN:
+        return current_state
+    resolved = target
+    if "${" in target:
+        try:
+            resolved = interpolate(target, ctx)
+        except InterpolationError as exc:
+            raise RoutingError(f"Route target '{target}' could not be resolved: {exc}") from exc
+    if resolved not in state_names:
+        if resolved == target:
+            raise RoutingError(f"Route target '{target}' is not a state of this loop")
+        raise RoutingError(f"Route target '{target}' resolved to unknown state '{resolved}'")
+    return resolved

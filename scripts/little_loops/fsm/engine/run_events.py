@@ -1,0 +1,77 @@
+"""The executor's events: stamping and delivering them, and the keys of the events that
+summarise something (`loop_complete`, `checkpoint`).
+
+A callback that raises ends the run: `deliver` wraps its exception in
+`EventCallbackError`, which the executor turns into `terminated_by="error"`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from little_loops.fsm.process.checkpoint import CheckpointResult
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.run_loop import ExecutionResult
+
+__all__ = [
+    "EventCallbackError",
+    "checkpoint_keys",
+    "completion_keys",
+    "deliver",
+    "ignore_event",
+    "now",
+]
+
+
+class EventCallbackError(Exception):
+    """An event callback raised; the run ends with `terminated_by="error"`."""
+
+
+def now() -> str:
+    """The timestamp of an event (and of a run's start): ISO 8601, UTC."""
+    return datetime.now(UTC).isoformat()
+
+
+def ignore_event(event: dict[str, Any]) -> None:
+    """Default callback: nobody is listening."""
+
+
+def deliver(callback: Callable[[dict[str, Any]], None], name: str, payload: dict[str, Any]) -> None:
+    """Stamp the event `name` and hand it to `callback`; a raising callback becomes
+    `EventCallbackError`."""
+    event = {"event": name, "ts": now(), **payload}
+    try:
+        callback(event)
+    except Exception as exc:
+        message = f"Event callback failed on '{name}': {type(exc).__name__}: {exc}"
+        raise EventCallbackError(message) from exc
+
+
+def completion_keys(result: ExecutionResult) -> dict[str, Any]:
+    """The payload of `loop_complete` for `result`."""
+    keys: dict[str, Any] = {
+        "final_state": result.final_state,
+        "iterations": result.iterations,
+        "terminated_by": result.terminated_by,
+    }
+    if result.error is not None:
+        keys["error"] = result.error
+    if result.stop_reason is not None:
+        keys["stop_reason"] = result.stop_reason
+    return keys
+
+
+def checkpoint_keys(result: CheckpointResult, reason: str) -> dict[str, Any] | None:
+    """The payload of a `checkpoint` event, or None when the checkpoint is not worth one
+    (nothing committed and nothing to warn about)."""
+    if result.status != "committed" and not result.warning:
+        return None
+    keys: dict[str, Any] = {"status": result.status, "reason": reason}
+    if result.commit:
+        keys["commit"] = result.commit
+    if result.warning:
+        keys["warning"] = result.warning
+    return keys
