@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 
 from little_loops.fsm.engine.action_step import DEFAULT_ACTION_TIMEOUT as DEFAULT_ACTION_TIMEOUT
+from little_loops.fsm.engine.context import ActionRunner as ActionRunner
+from little_loops.fsm.engine.context import Checkpointer as Checkpointer
+from little_loops.fsm.engine.context import EventCallback as EventCallback
+from little_loops.fsm.engine.context import RunCursor as RunCursor
 from little_loops.fsm.engine.run_events import EventCallbackError as EventCallbackError
-from little_loops.fsm.engine.run_loop import ActionRunner as ActionRunner
-from little_loops.fsm.engine.run_loop import Checkpointer as Checkpointer
-from little_loops.fsm.engine.run_loop import EventCallback as EventCallback
 from little_loops.fsm.engine.run_loop import ExecutionResult as ExecutionResult
 from little_loops.fsm.engine.run_loop import FSMExecutor as FSMExecutor
 from little_loops.fsm.evaluators import EvaluationResult as EvaluationResult

@@ -9,24 +9,31 @@ becomes the `error` verdict, which routes through `on_error`/`_error` when the s
 one and ends the run otherwise.
 
 This module keeps the public surface and the loop itself (which state runs next, the
-limits, entering a state, ending the run). The steps of a state live in their own modules,
-as functions that take the executor: `action_step` (running the action), `evaluation_step`
-(the verdict), `handoff_flow` (a handoff signal), `routing_step` (moving on), with
-`step_result` (what a state produced) and `run_events` (delivering events).
+limits, entering a state, ending the run). The steps of a state live in their own modules
+and see the run only through a `StepContext` (`context`): `action_step` (running the
+action), `evaluation_step` (the verdict), `handoff_flow` (a handoff signal),
+`routing_step` (moving on). They move the run's `RunCursor` and return a `Step` or an
+`Ending`; only this module ends the run. Clocks and the environment are injected.
 """
 
 from __future__ import annotations
 
 import contextlib
 import queue
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, TypeVar, cast, overload
 
-from little_loops.fsm.engine.action_step import DEFAULT_ACTION_TIMEOUT as DEFAULT_ACTION_TIMEOUT
 from little_loops.fsm.engine.action_step import run_action
+from little_loops.fsm.engine.context import (
+    ActionRunner,
+    Checkpointer,
+    Clock,
+    EventCallback,
+    RunCursor,
+    StepContext,
+    iso_time,
+)
 from little_loops.fsm.engine.evaluation_step import evaluate_step
 from little_loops.fsm.engine.handoff_flow import handle_handoff
 from little_loops.fsm.engine.routing_step import (
@@ -41,94 +48,59 @@ from little_loops.fsm.engine.run_events import (
     completion_keys,
     deliver,
     ignore_event,
-    now,
 )
 from little_loops.fsm.engine.run_guards import RunGuards
-from little_loops.fsm.engine.step_result import Step, step_ending
+from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step, step_ending
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext
-from little_loops.fsm.process.checkpoint import CheckpointResult
-from little_loops.fsm.process.runner import ActionResult, DefaultActionRunner
+from little_loops.fsm.process.clock import SYSTEM_CLOCK
+from little_loops.fsm.process.runner import DefaultActionRunner
 from little_loops.fsm.schema import FSMLoop, StateConfig
 from little_loops.fsm.signal_detector import DetectedSignal, SignalDetector
 
-__all__ = [
-    "ActionResult",
-    "ActionRunner",
-    "Checkpointer",
-    "DefaultActionRunner",
-    "EventCallback",
-    "ExecutionResult",
-    "FSMExecutor",
-]
+__all__ = ["ExecutionResult", "FSMExecutor"]
 
-EventCallback = Callable[[dict[str, Any]], None]
-# Kept importable from here, where they were defined before the split: DEFAULT_ACTION_TIMEOUT
-# (now in `action_step`) and EventCallbackError (now in `run_events`).
+T = TypeVar("T")
 
 
-@dataclass
-class ExecutionResult:
-    """How a run ended. `duration_ms` counts earlier runs of a resumed loop too.
+class _CursorField(Generic[T]):
+    """An executor attribute kept in its cursor (the attributes fsm-api.md lets other
+    components read and set: `current_state`, `iteration`, `captured`, ...)."""
 
-    Additions: `stop_reason` is the payload of a `LOOP_STOP:` signal;
-    `continuations_exhausted` says a handoff went past `max_continuations`, so it will not
-    be continued (nothing was spawned; resume needs a higher limit).
-    """
+    def __init__(self, field: str) -> None:
+        self.field = field
 
-    final_state: str
-    iterations: int
-    terminated_by: str
-    duration_ms: int
-    captured: dict[str, dict[str, Any]]
-    error: str | None = None
-    handoff: bool = False
-    continuation_prompt: str | None = None
-    stop_reason: str | None = None
-    continuations_exhausted: bool = False
-    # Addition: the last errors seen during the run (see `guards.ErrorLog`), oldest first.
-    errors: list[dict[str, Any]] = field(default_factory=list)
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> _CursorField[T]: ...
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "final_state": self.final_state,
-            "iterations": self.iterations,
-            "terminated_by": self.terminated_by,
-            "duration_ms": self.duration_ms,
-            "captured": self.captured,
-        }
-        if self.error is not None:
-            out["error"] = self.error
-        if self.handoff:
-            out["handoff"] = True
-        if self.continuation_prompt is not None:
-            out["continuation_prompt"] = self.continuation_prompt
-        if self.stop_reason is not None:
-            out["stop_reason"] = self.stop_reason
-        if self.continuations_exhausted:
-            out["continuations_exhausted"] = True
-        if self.errors:
-            out["errors"] = self.errors
-        return out
+    @overload
+    def __get__(self, obj: FSMExecutor, owner: type[Any]) -> T: ...
 
+    def __get__(self, obj: FSMExecutor | None, owner: type[Any]) -> T | _CursorField[T]:
+        if obj is None:
+            return self
+        return cast(T, getattr(obj.cursor, self.field))
 
-class ActionRunner(Protocol):
-    """Runs one action. Runners may also offer `cancel()` and `supports_streaming = True`."""
-
-    def run(self, action: str, timeout: float, is_slash_command: bool) -> ActionResult: ...
-
-
-class Checkpointer(Protocol):
-    """Saves the project's work (`checkpoint.GitCheckpointer`); never raises for its own
-    failures, which it reports in the result."""
-
-    def checkpoint(
-        self, state: str, iteration: int, *, reason: str = "iteration"
-    ) -> CheckpointResult: ...
+    def __set__(self, obj: FSMExecutor, value: T) -> None:
+        setattr(obj.cursor, self.field, value)
 
 
 class FSMExecutor:
     """Runs an `FSMLoop` to its end and reports every step as an event."""
+
+    current_state = _CursorField[str]("current_state")
+    iteration = _CursorField[int]("iteration")
+    captured = _CursorField[dict[str, dict[str, Any]]]("captured")
+    prev_result = _CursorField[dict[str, Any] | None]("prev_result")
+    # Additions, set by persistence on resume: the last evaluation (`${result.*}`), the
+    # handoff being continued ({"prompt", "count", "state"}) and how many handoffs the run
+    # has made (bounded by `max_continuations`).
+    last_result = _CursorField[dict[str, Any] | None]("last_result")
+    handoff_context = _CursorField[dict[str, Any] | None]("handoff_context")
+    handoff_count = _CursorField[int]("handoff_count")
+    started_at = _CursorField[str]("started_at")
+    start_time_ms = _CursorField[int]("start_time_ms")
+    _pending_handoff = _CursorField[DetectedSignal | None]("pending_handoff")
 
     def __init__(
         self,
@@ -141,6 +113,8 @@ class FSMExecutor:
         output_callback: Callable[[str], None] | None = None,
         log_dir: Path | None = None,
         checkpointer: Checkpointer | None = None,
+        clock: Clock | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.fsm = fsm
         self.event_callback: EventCallback = event_callback or ignore_event
@@ -155,28 +129,25 @@ class FSMExecutor:
         # `checkpoint: git` (None: no checkpoints).
         self.guards = RunGuards(fsm)
         self.checkpointer = checkpointer
-        self._redirected: set[str] = set()  # states left by `on_max_visits` since a run
-        self.current_state = fsm.initial
-        self.iteration = 0
-        self.captured: dict[str, dict[str, Any]] = {}
-        self.prev_result: dict[str, Any] | None = None
-        self.started_at = ""
-        self.start_time_ms = 0
-        self._shutdown_requested = False
-        self._pending_handoff: DetectedSignal | None = None
-        # Additions, set by persistence on resume: the last evaluation (`${result.*}`),
-        # the handoff being continued ({"prompt", "count", "state"}) and how many handoffs
-        # the run has made (bounded by `max_continuations`).
-        self.last_result: dict[str, Any] | None = None
-        self.handoff_context: dict[str, Any] | None = None
-        self.handoff_count = 0
+        # Additions: the clocks and the environment (`${env.X}`; None: the process's).
+        self.clock: Clock = clock or SYSTEM_CLOCK
+        self.env = env
+        self.cursor = RunCursor(fsm.initial)
         self.handoff_result: HandoffResult | None = None
-        self._handoff_delivered = False
-        self._clock_start = time.monotonic()
+        self._shutdown_requested = False
+        self._clock_start = self.clock.monotonic()
         self._elapsed_before_ms = 0
         self._wake: queue.SimpleQueue[bool] = queue.SimpleQueue()
 
     # -- public -------------------------------------------------------------------------
+
+    def snapshot(self) -> RunCursor:
+        """A copy of where the run stands (no files are touched)."""
+        return self.cursor.copy()
+
+    def restore(self, cursor: RunCursor) -> None:
+        """Go on from `cursor` (e.g. a saved run's); `run()` then starts at its state."""
+        self.cursor = cursor.copy()
 
     def request_shutdown(self) -> None:
         """Stop soon: wake a backoff sleep and cancel the running action (signal-safe).
@@ -197,11 +168,13 @@ class FSMExecutor:
         A resumed run (persistence preset `started_at` and `start_time_ms`) keeps its first
         start, and its loop clock counts the time already spent.
         """
-        now_ms = int(time.time() * 1000)
-        self.start_time_ms = self.start_time_ms or now_ms
-        self._elapsed_before_ms = max(now_ms - self.start_time_ms, 0)
-        self._clock_start = time.monotonic()  # durations from here on are monotonic
-        self.started_at = self.started_at or now()
+        wall = self.clock.wall()
+        now_ms = int(wall * 1000)
+        cursor = self.cursor
+        cursor.start_time_ms = cursor.start_time_ms or now_ms
+        self._elapsed_before_ms = max(now_ms - cursor.start_time_ms, 0)
+        self._clock_start = self.clock.monotonic()  # durations from here on are monotonic
+        cursor.started_at = cursor.started_at or iso_time(wall)
         try:
             self._emit("loop_start", loop=self.fsm.name)
             return self._loop()
@@ -215,7 +188,7 @@ class FSMExecutor:
 
     def elapsed_ms(self) -> int:
         """Milliseconds spent on this loop, earlier runs of a resumed loop included."""
-        return self._elapsed_before_ms + int((time.monotonic() - self._clock_start) * 1000)
+        return self._elapsed_before_ms + int((self.clock.monotonic() - self._clock_start) * 1000)
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -223,28 +196,32 @@ class FSMExecutor:
         while True:
             state = self.fsm.states.get(self.current_state)
             if state is None:
-                return self._finish("error", f"State '{self.current_state}' is not in the loop")
+                return self._finish(
+                    Ending("error", f"State '{self.current_state}' is not in the loop")
+                )
             reason = self._stop_reason(state)
             if reason is not None:
-                return self._finish(reason)
+                return self._finish(Ending(reason))
+            sc = self._step_context()
             if state.terminal:
-                ended = maintain_restart(self, state)
+                ending = maintain_restart(sc, state)
             elif not self.guards.may_enter(self.current_state, state):
-                ended = leave_over_visited(self, state)
-                if ended is None:
+                ending = leave_over_visited(sc, state)
+                if ending is None:
                     continue  # nothing ran: no backoff before the state it went to
             else:
-                ended = self._enter(state)
-            if ended is not None:
-                return ended
+                ending = self._enter(sc, state)
+            if ending is not None:
+                return self._finish(ending)
             self._sleep_between_iterations()
 
-    def _enter(self, state: StateConfig) -> ExecutionResult | None:
-        self.iteration += 1
-        self.guards.visits.enter(self.current_state)
-        self._redirected.clear()
-        self._emit("state_enter", state=self.current_state, iteration=self.iteration)
-        return self._run_state(state)
+    def _enter(self, sc: StepContext, state: StateConfig) -> Ending | None:
+        cursor = self.cursor
+        cursor.iteration += 1
+        self.guards.visits.enter(cursor.current_state)
+        cursor.redirected.clear()
+        self._emit("state_enter", state=cursor.current_state, iteration=cursor.iteration)
+        return self._run_state(sc, state)
 
     def _stop_reason(self, state: StateConfig) -> str | None:
         if self._shutdown_requested:
@@ -257,25 +234,25 @@ class FSMExecutor:
             return "timeout"
         return None
 
-    def _run_state(self, state: StateConfig) -> ExecutionResult | None:
-        """Execute one state; return the result when the run ends here."""
+    def _run_state(self, sc: StepContext, state: StateConfig) -> Ending | None:
+        """Execute one state; return how the run ends when it ends here."""
         ctx = self._context()
         step = Step()
         if state.action:
-            step = run_action(self, state, ctx)
-            ended = self._end_after_action(step)
-            if ended is not None:
-                return ended
-        evaluate_step(self, state, ctx, step)
+            step = run_action(sc, state, ctx)
+            ending = self._end_after_action(step)
+            if ending is not None:
+                return ending
+        evaluate_step(sc, state, ctx, step)
         handoff = step.signal_of("handoff")
         if step.action is not None:
             self._checkpoint("handoff" if handoff else "iteration")
         stall = self.guards.note_ending(self.current_state, self.iteration, step_ending(step))
         if stall is not None:
-            return leave_stalled(self, stall)
+            return leave_stalled(sc, stall)
         if handoff is not None:
-            return handle_handoff(self, handoff)
-        return route_after_step(self, state, ctx, step)
+            return handle_handoff(sc, handoff)
+        return route_after_step(sc, state, ctx, step)
 
     def _checkpoint(self, reason: str) -> None:
         """Commit the work of the state that just ran (`checkpoint: git`)."""
@@ -286,37 +263,31 @@ class FSMExecutor:
         if keys is not None:
             self._emit("checkpoint", state=self.current_state, iteration=self.iteration, **keys)
 
-    def _end_after_action(self, step: Step) -> ExecutionResult | None:
+    def _end_after_action(self, step: Step) -> Ending | None:
         # Only an action the shutdown cut off ends the run here (it runs again on resume).
         # One that finished on its own is evaluated and routed as usual; the run then
         # stops at the next state (see `_stop_reason`), so its work is kept.
         if self._shutdown_requested and step.action is not None and step.action.cancelled:
-            return self._finish("signal")
+            return Ending("signal")
         if step.cut_by_loop_timeout:
-            return self._finish("timeout")
+            return Ending("timeout")
         if step.signal is not None and step.signal.signal_type == "error":
             message = step.signal.payload or step.signal.raw_match
             stderr = step.action.stderr if step.action else ""
             self.guards.note_fatal_error(self.current_state, self.iteration, message, stderr)
-            return self._finish("error", message)
+            return Ending("error", message)
         return None
 
     # -- ending ------------------------------------------------------------------------
 
-    def _finish(
-        self,
-        terminated_by: str,
-        error: str | None = None,
-        *,
-        continuation_prompt: str | None = None,
-        stop_reason: str | None = None,
-        exhausted: bool = False,
-    ) -> ExecutionResult:
-        result = self._result(terminated_by, error)
-        result.handoff = terminated_by == "handoff"
-        result.continuation_prompt = continuation_prompt
-        result.stop_reason = stop_reason
-        result.continuations_exhausted = exhausted
+    def _finish(self, ending: Ending) -> ExecutionResult:
+        if ending.handoff_result is not None:
+            self.handoff_result = ending.handoff_result
+        result = self._result(ending.terminated_by, ending.error)
+        result.handoff = ending.terminated_by == "handoff"
+        result.continuation_prompt = ending.continuation_prompt
+        result.stop_reason = ending.stop_reason
+        result.continuations_exhausted = ending.exhausted
         self._emit("loop_complete", **completion_keys(result))
         return result
 
@@ -343,21 +314,25 @@ class FSMExecutor:
     # -- helpers ------------------------------------------------------------------------
 
     def _emit(self, name: str, **payload: Any) -> None:
-        deliver(self.event_callback, name, payload)
+        deliver(self.event_callback, name, payload, iso_time(self.clock.wall()))
+
+    def _step_context(self) -> StepContext:
+        return StepContext(
+            fsm=self.fsm,
+            cursor=self.cursor,
+            guards=self.guards,
+            runner=self.action_runner,
+            emit=self._emit,
+            elapsed_ms=self.elapsed_ms,
+            env=self.env,
+            signal_detector=self.signal_detector,
+            handoff_handler=self.handoff_handler,
+            output_callback=self.output_callback,
+            log_dir=self.log_dir,
+        )
 
     def _context(self) -> InterpolationContext:
-        return InterpolationContext(
-            context=self.fsm.context,
-            captured=self.captured,
-            prev=self.prev_result,
-            result=self.last_result,
-            state_name=self.current_state,
-            iteration=self.iteration,
-            loop_name=self.fsm.name,
-            started_at=self.started_at,
-            elapsed_ms=self.elapsed_ms(),
-            handoff=self.handoff_context,
-        )
+        return self._step_context().interpolation()
 
     def _loop_timed_out(self) -> bool:
         return bool(self.fsm.timeout) and self.elapsed_ms() > (self.fsm.timeout or 0) * 1000

@@ -19,17 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from little_loops.fsm.engine.run_loop import (
-    DefaultActionRunner,
-    EventCallback,
-    ExecutionResult,
-    FSMExecutor,
-)
+from little_loops.fsm.engine.context import EventCallback, RunCursor
+from little_loops.fsm.engine.run_loop import FSMExecutor
+from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.errors import LoopError, RunFilesError, StateFileError
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.process.checkpoint import GitCheckpointer
 from little_loops.fsm.process.output_files import action_log_name, cap_text_bytes, stderr_log_path
 from little_loops.fsm.process.process_groups import ActionGroup
+from little_loops.fsm.process.runner import DefaultActionRunner
 from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
 from little_loops.fsm.store.locking import lock_file_exists, read_holder
@@ -532,34 +530,41 @@ class PersistentExecutor:
         return self.run(clear_previous=False)
 
     def _restore(self, state: LoopState) -> None:
-        executor = self._executor
-        executor.current_state = state.current_state
         # A state cut off before its action finished runs again under the same number;
         # after a handoff or a stall the action did finish, so the re-run is a new
         # iteration.
         cut_off = state.phase == PHASE_ENTERED and state.status not in _STATE_FINISHED
-        executor.iteration = max(state.iteration - 1, 0) if cut_off else state.iteration
-        executor.captured.clear()
-        executor.captured.update(state.captured)
-        executor.prev_result = state.prev_result
-        executor.last_result = state.last_result
-        # The first start stays; the loop clock continues from the time already spent.
-        executor.started_at = state.started_at
-        executor.start_time_ms = _wall_clock_ms() - (state.elapsed_ms or 0)
-        executor._pending_handoff = None
+        self._executor.restore(self._saved_cursor(state, cut_off=cut_off))
         if state.status == "awaiting_continuation" or _continued_handoff(state):
-            executor.handoff_context = {
-                "prompt": state.continuation_prompt or "",
-                "count": state.handoff_count,
-                "state": state.current_state,
-            }
             # Saved again until the state is left, should this run stop before that.
             self._continuation_prompt = state.continuation_prompt
-        executor.handoff_count = state.handoff_count
         self._restore_guards(state, cut_off=cut_off)
         self._last_result = state.last_result
         self._phase = state.phase
         self._resumed_at = now_iso()
+
+    @staticmethod
+    def _saved_cursor(state: LoopState, *, cut_off: bool) -> RunCursor:
+        """Where the saved run stood, as the executor goes on from it."""
+        handoff: dict[str, Any] | None = None
+        if state.status == "awaiting_continuation" or _continued_handoff(state):
+            handoff = {
+                "prompt": state.continuation_prompt or "",
+                "count": state.handoff_count,
+                "state": state.current_state,
+            }
+        return RunCursor(
+            current_state=state.current_state,
+            iteration=max(state.iteration - 1, 0) if cut_off else state.iteration,
+            captured=dict(state.captured),
+            prev_result=state.prev_result,
+            last_result=state.last_result,
+            handoff_context=handoff,
+            handoff_count=state.handoff_count,
+            # The first start stays; the loop clock continues from the time already spent.
+            started_at=state.started_at,
+            start_time_ms=_wall_clock_ms() - (state.elapsed_ms or 0),
+        )
 
     def _restore_guards(self, state: LoopState, *, cut_off: bool) -> None:
         """Counters go on across resumes: a loop stalled before stalls again unless its
