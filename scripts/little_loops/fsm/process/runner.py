@@ -258,10 +258,16 @@ class DefaultActionRunner:
     supports_output_log = True
 
     def __init__(
-        self, *, claude_bin: str | None = None, output_cap: int = DEFAULT_OUTPUT_CAP
+        self,
+        *,
+        claude_bin: str | None = None,
+        output_cap: int = DEFAULT_OUTPUT_CAP,
+        cwd: Path | str | None = None,
     ) -> None:
         self.claude_bin = claude_bin
         self.output_cap = output_cap
+        # Addition: the working directory of every action (None: this process's).
+        self.cwd = cwd
         self._current: _RunningAction | None = None
         self._spare_logs = SpareFiles()
         # A cancel that arrives while no process runs (between actions, or just before one
@@ -364,6 +370,7 @@ class DefaultActionRunner:
                 stdout=stdout.fd,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                cwd=self.cwd,
             )
         except BaseException:
             stdout.close()
