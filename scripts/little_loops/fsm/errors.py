@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 if TYPE_CHECKING:
-    from little_loops.fsm.validation import ValidationError
+    from little_loops.fsm.findings import ValidationError
 
 
 class LoopError(Exception):
