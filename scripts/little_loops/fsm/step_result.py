@@ -1,6 +1,0 @@
-"""Temporary alias: this module moved to `little_loops.fsm.engine.step_result`."""
-
-import importlib
-import sys
-
-sys.modules[__name__] = importlib.import_module("little_loops.fsm.engine.step_result")
