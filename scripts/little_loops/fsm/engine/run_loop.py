@@ -52,7 +52,6 @@ from little_loops.fsm.engine.run_events import (
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step, step_ending
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
-from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.process.clock import SYSTEM_CLOCK
 from little_loops.fsm.process.runner import DefaultActionRunner
 from little_loops.fsm.schema import FSMLoop, StateConfig
@@ -193,8 +192,9 @@ class FSMExecutor:
     # -- the loop -----------------------------------------------------------------------
 
     def _loop(self) -> ExecutionResult:
+        sc = self._step_context()  # the collaborators are fixed for the run
         while True:
-            state = self.fsm.states.get(self.current_state)
+            state = self.fsm.states.get(self.cursor.current_state)
             if state is None:
                 return self._finish(
                     Ending("error", f"State '{self.current_state}' is not in the loop")
@@ -202,7 +202,7 @@ class FSMExecutor:
             reason = self._stop_reason(state)
             if reason is not None:
                 return self._finish(Ending(reason))
-            sc = self._step_context()
+            sc.cursor = self.cursor
             if state.terminal:
                 ending = maintain_restart(sc, state)
             elif not self.guards.may_enter(self.current_state, state):
@@ -228,7 +228,7 @@ class FSMExecutor:
             return "signal"
         if state.terminal and not self.fsm.maintain:
             return "terminal"  # even when this was the last allowed iteration
-        if self.iteration >= self.fsm.max_iterations:
+        if self.cursor.iteration >= self.fsm.max_iterations:
             return "max_iterations"
         if self._loop_timed_out():
             return "timeout"
@@ -236,7 +236,7 @@ class FSMExecutor:
 
     def _run_state(self, sc: StepContext, state: StateConfig) -> Ending | None:
         """Execute one state; return how the run ends when it ends here."""
-        ctx = self._context()
+        ctx = sc.interpolation()
         step = Step()
         if state.action:
             step = run_action(sc, state, ctx)
@@ -247,7 +247,8 @@ class FSMExecutor:
         handoff = step.signal_of("handoff")
         if step.action is not None:
             self._checkpoint("handoff" if handoff else "iteration")
-        stall = self.guards.note_ending(self.current_state, self.iteration, step_ending(step))
+        cursor = self.cursor
+        stall = self.guards.note_ending(cursor.current_state, cursor.iteration, step_ending(step))
         if stall is not None:
             return leave_stalled(sc, stall)
         if handoff is not None:
@@ -331,19 +332,16 @@ class FSMExecutor:
             log_dir=self.log_dir,
         )
 
-    def _context(self) -> InterpolationContext:
-        return self._step_context().interpolation()
-
     def _loop_timed_out(self) -> bool:
         return bool(self.fsm.timeout) and self.elapsed_ms() > (self.fsm.timeout or 0) * 1000
 
     def _sleep_between_iterations(self) -> None:
         """Wait `backoff` seconds before the next state; `request_shutdown` cuts it short."""
         seconds = self.fsm.backoff or 0
-        target = self.fsm.states.get(self.current_state)
+        target = self.fsm.states.get(self.cursor.current_state)
         if seconds <= 0 or self._shutdown_requested or (target is not None and target.terminal):
             return
-        if self.iteration >= self.fsm.max_iterations:
+        if self.cursor.iteration >= self.fsm.max_iterations:
             return  # the run ends at the next check; do not make it wait
         if self.fsm.timeout:
             seconds = min(seconds, max(self.fsm.timeout - self.elapsed_ms() / 1000, 0))
