@@ -305,3 +305,50 @@ def test_a_module_outside_the_layer_table_is_caught(tmp_path: Path) -> None:
     assert layer_violations(fsm, "little_loops.fsm") == [
         "little_loops.fsm.stray: not in any layer (add it to the layer table)"
     ]
+
+
+# -- the engine reads no clock and no environment of its own ------------------------------
+
+HOST_READS = {
+    ("time", "time"),
+    ("time", "monotonic"),
+    ("time", "perf_counter"),
+    ("datetime", "now"),
+    ("datetime", "utcnow"),
+    ("os", "environ"),
+    ("os", "getenv"),
+}
+
+
+def host_reads(source: str) -> list[str]:
+    """`module.name` reads of the host's clocks or environment in `source` (also through
+    `from time import monotonic`)."""
+    tree = ast.parse(source)
+    found = [
+        f"{node.value.id}.{node.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and (node.value.id, node.attr) in HOST_READS
+    ]
+    found += [
+        f"{node.module}.{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if (node.module, alias.name) in HOST_READS
+    ]
+    return found
+
+
+def test_the_engine_gets_its_clock_and_environment_injected() -> None:
+    reads = {
+        path.name: host_reads(path.read_text(encoding="utf-8"))
+        for path in sorted((FSM_DIR / "engine").glob("*.py"))
+    }
+    assert {name: found for name, found in reads.items() if found} == {}
+
+
+def test_a_host_clock_read_is_caught() -> None:
+    source = "import time\nfrom os import environ\ndef f():\n    return time.monotonic()\n"
+    assert host_reads(source) == ["time.monotonic", "os.environ"]
