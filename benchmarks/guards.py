@@ -31,10 +31,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from little_loops.fsm.engine.run_guards import RunGuards, StepEnding
 from little_loops.fsm.persistence import PersistentExecutor
-from little_loops.fsm.run_guards import RunGuards, StepEnding
+from little_loops.fsm.process.workspace import WorkspaceWatcher
 from little_loops.fsm.schema import FSMLoop
-from little_loops.fsm.workspace import WorkspaceWatcher
 
 KIB = 1024
 LINE = "2026-02-17T10:11:12Z tests/test_module.py::test_case_0042 PASSED [ 42%] in 0.12s\n"

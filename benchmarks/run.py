@@ -50,7 +50,7 @@ import os, subprocess, sys, time
 from pathlib import Path
 from little_loops.fsm.executor import FSMExecutor
 from little_loops.fsm.persistence import PersistentExecutor
-from little_loops.fsm.runner import DefaultActionRunner
+from little_loops.fsm.process.runner import DefaultActionRunner
 from little_loops.fsm.schema import FSMLoop
 
 n, root = int(sys.argv[1]), Path(sys.argv[2])

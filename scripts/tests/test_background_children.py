@@ -139,7 +139,7 @@ def test_a_background_process_with_its_output_redirected_is_kept_then_stopped(
     tmp_path: Path,
 ) -> None:
     """Its shell ends with the pipe closed at once; the group is still kept and stopped."""
-    from little_loops.fsm.runner import DefaultActionRunner
+    from little_loops.fsm.process.runner import DefaultActionRunner
 
     pid_file = tmp_path / "pid"
     runner = DefaultActionRunner()

@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from little_loops.fsm.checkpoint import CheckpointResult, GitCheckpointer, checkpoint_message
+from little_loops.fsm.process.checkpoint import (
+    CheckpointResult,
+    GitCheckpointer,
+    checkpoint_message,
+)
 
 
 @pytest.fixture(autouse=True)

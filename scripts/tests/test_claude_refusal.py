@@ -10,8 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from little_loops.fsm.claude_refusal import CLAUDE_NOT_FOUND, claude_not_found, claude_refusal
-from little_loops.fsm.runner import DefaultActionRunner
+from little_loops.fsm.process.claude_refusal import (
+    CLAUDE_NOT_FOUND,
+    claude_not_found,
+    claude_refusal,
+)
+from little_loops.fsm.process.runner import DefaultActionRunner
 
 ROOT_MESSAGE = (
     "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons"

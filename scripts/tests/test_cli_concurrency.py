@@ -28,7 +28,7 @@ from fixtures.cli_support import (
 )
 
 from little_loops.cli import cmd_stop
-from little_loops.fsm import locking
+from little_loops.fsm.store import locking
 
 
 @pytest.fixture(autouse=True)
@@ -232,7 +232,7 @@ def test_stop_of_a_queued_run_ends_it_with_130(
 _HOLD = """
 import sys, time
 from pathlib import Path
-from little_loops.fsm.locking import acquire_loop_lock
+from little_loops.fsm.store.locking import acquire_loop_lock
 lock = acquire_loop_lock(Path(".loops/.running"), sys.argv[1])
 print("held", flush=True)
 time.sleep(float(sys.argv[2]))

@@ -10,8 +10,8 @@ import pytest
 from fixtures.cli_support import dead_pid
 
 from little_loops.cli.liveness import Owner, describe_status, owner_of, process_alive
-from little_loops.fsm.locking import acquire_loop_lock
 from little_loops.fsm.persistence import LoopState
+from little_loops.fsm.store.locking import acquire_loop_lock
 
 
 def _state(status: str = "running", pid: int | None = None, host: str | None = None) -> LoopState:

@@ -25,8 +25,8 @@ from fixtures.cli_support import (
 )
 
 from little_loops.cli import cmd_stop
-from little_loops.fsm.locking import AlreadyRunningError, acquire_loop_lock
 from little_loops.fsm.persistence import StatePersistence
+from little_loops.fsm.store.locking import AlreadyRunningError, acquire_loop_lock
 
 
 @pytest.fixture(autouse=True)
@@ -249,7 +249,7 @@ def test_a_queued_run_holding_the_lock_is_stopped_by_pid(
     save_state("queued", "completed", pid=dead_pid())
     holder = _python(
         "import time; from pathlib import Path; "
-        "from little_loops.fsm.locking import acquire_loop_lock; "
+        "from little_loops.fsm.store.locking import acquire_loop_lock; "
         "lock = acquire_loop_lock(Path('.loops/.running'), 'queued'); "
         "print('ready', flush=True); time.sleep(60)"
     )

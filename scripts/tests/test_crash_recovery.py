@@ -16,9 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from little_loops.fsm import state_files
 from little_loops.fsm.errors import RunFilesError
-from little_loops.fsm.locking import acquire_loop_lock
 from little_loops.fsm.persistence import (
     LoopState,
     NotResumableError,
@@ -26,7 +24,9 @@ from little_loops.fsm.persistence import (
     StatePersistence,
 )
 from little_loops.fsm.schema import FSMLoop
-from little_loops.fsm.state_files import end_events_with_a_whole_line
+from little_loops.fsm.store import state_files
+from little_loops.fsm.store.locking import acquire_loop_lock
+from little_loops.fsm.store.state_files import end_events_with_a_whole_line
 
 ENOSPC = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 EVENT = b'{"event": "x", "ts": "t"}\n'
@@ -265,7 +265,7 @@ def test_a_held_lock_refuses_the_resume_unless_we_hold_it(loops_dir: Path) -> No
             sys.executable,
             "-c",
             "import sys, time; from pathlib import Path; "
-            "from little_loops.fsm.locking import acquire_loop_lock; "
+            "from little_loops.fsm.store.locking import acquire_loop_lock; "
             "lock = acquire_loop_lock(Path(sys.argv[1]), 'demo'); print('held', flush=True); "
             "time.sleep(30)",
             str(running),

@@ -41,7 +41,7 @@ from little_loops.fsm.evaluators import (
     evaluate_output_numeric,
 )
 from little_loops.fsm.interpolation import InterpolationContext
-from little_loops.fsm.llm_evaluator import AUTH_REJECTED_MESSAGE
+from little_loops.fsm.judging.llm_judge import AUTH_REJECTED_MESSAGE
 from little_loops.fsm.schema import EvaluateConfig, LLMConfig
 
 NO_KEY_MESSAGE = (

@@ -11,7 +11,6 @@ from unittest.mock import ANY
 
 import pytest
 
-from little_loops.fsm.claude_refusal import claude_not_found
 from little_loops.fsm.evaluators import LLM_DISABLED_MESSAGE
 from little_loops.fsm.executor import (
     ActionResult,
@@ -20,8 +19,9 @@ from little_loops.fsm.executor import (
     FSMExecutor,
 )
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
-from little_loops.fsm.llm_evaluator import MISSING_KEY_MESSAGE
-from little_loops.fsm.runner import CLAUDE_NOT_FOUND
+from little_loops.fsm.judging.llm_judge import MISSING_KEY_MESSAGE
+from little_loops.fsm.process.claude_refusal import claude_not_found
+from little_loops.fsm.process.runner import CLAUDE_NOT_FOUND
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
 

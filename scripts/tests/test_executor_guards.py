@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from little_loops.fsm.checkpoint import CheckpointResult
 from little_loops.fsm.executor import ExecutionResult, FSMExecutor
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
+from little_loops.fsm.process.checkpoint import CheckpointResult
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
 

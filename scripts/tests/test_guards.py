@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from little_loops.fsm.guards import (
+from little_loops.fsm.engine.guards import (
     ERROR_LOG_LIMIT,
     FINGERPRINT_EDGE_CHARS,
     ErrorEntry,

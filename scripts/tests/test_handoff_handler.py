@@ -16,7 +16,7 @@ from little_loops.fsm.handoff_handler import (
     SpawnError,
     spawn_prompt,
 )
-from little_loops.fsm.runner import CLAUDE_NOT_FOUND
+from little_loops.fsm.process.runner import CLAUDE_NOT_FOUND
 
 RECORDING_CLAUDE = """#!/bin/bash
 for arg in "$@"; do printf '[%s]\\n' "$arg"; done

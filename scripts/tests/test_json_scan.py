@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from little_loops.fsm import json_scan
-from little_loops.fsm.json_scan import json_objects
+from little_loops.fsm.judging import json_scan
+from little_loops.fsm.judging.json_scan import json_objects
 
 
 def test_bare_fenced_and_inline_objects_in_order() -> None:

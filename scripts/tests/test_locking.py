@@ -1,4 +1,4 @@
-"""Tests for `little_loops.fsm.locking`: real `flock`s, real processes, real files."""
+"""Tests for `little_loops.fsm.store.locking`: real `flock`s, real processes, real files."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from little_loops.fsm import locking
 from little_loops.fsm.errors import LoopError, RunFilesError
-from little_loops.fsm.locking import (
+from little_loops.fsm.store import locking
+from little_loops.fsm.store.locking import (
     AlreadyRunningError,
     LockHolder,
     LoopBusyError,
@@ -47,7 +47,7 @@ def _record(running: Path, name: str) -> dict[str, object]:
 _HOLDER = """
 import sys, time
 from pathlib import Path
-from little_loops.fsm.locking import acquire_loop_lock
+from little_loops.fsm.store.locking import acquire_loop_lock
 lock = acquire_loop_lock(Path(sys.argv[1]), sys.argv[2], sys.argv[3:])
 print("held", flush=True)
 {after}

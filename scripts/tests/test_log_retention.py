@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from fixtures.cli_support import LL_LOOP, cli_env, write_loop
 
-from little_loops.fsm.log_retention import LogRetention
 from little_loops.fsm.persistence import PersistentExecutor
 from little_loops.fsm.schema import FSMLoop
+from little_loops.fsm.store.log_retention import LogRetention
 from little_loops.fsm.validation import check_loop_mapping, load_loop
 
 DONE = {"terminal": True}

@@ -19,8 +19,8 @@ from fixtures.cli_support import LL_LOOP, cli_env, run_cli, write_loop
 
 from little_loops.cli.processes import is_running
 from little_loops.fsm.errors import StateFileError
-from little_loops.fsm.process_groups import ActionGroup, start_ticks
-from little_loops.fsm.state_files import LoopState, StatePersistence
+from little_loops.fsm.process.process_groups import ActionGroup, start_ticks
+from little_loops.fsm.store.state_files import LoopState, StatePersistence
 
 # The first time, `work` starts a long side effect; run again (after a resume), it ends.
 SIDE_EFFECT_LOOP = """\

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from little_loops.fsm import output_files
-from little_loops.fsm.output_files import (
+from little_loops.fsm.process import output_files
+from little_loops.fsm.process.output_files import (
     LogTooLargeError,
     PendingLog,
     SpareFiles,

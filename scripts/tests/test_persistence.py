@@ -28,7 +28,7 @@ from little_loops.fsm.persistence import (
     get_loop_history,
     list_running_loops,
 )
-from little_loops.fsm.runner import CLAUDE_NOT_FOUND
+from little_loops.fsm.process.runner import CLAUDE_NOT_FOUND
 from little_loops.fsm.schema import FSMLoop
 
 DONE = {"terminal": True}

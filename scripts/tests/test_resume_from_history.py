@@ -13,13 +13,13 @@ import pytest
 from fixtures.cli_support import SIMPLE_LOOP, cli_in_process, write_loop
 
 from little_loops.cli import main_loop
-from little_loops.fsm.run_history import (
+from little_loops.fsm.store.run_history import (
     archived_status,
     history_dir,
     latest_unfinished_run,
     restore_archived_run,
 )
-from little_loops.fsm.state_files import LoopState, StatePersistence
+from little_loops.fsm.store.state_files import LoopState, StatePersistence
 
 PAUSING_LOOP = """\
 name: tour

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from little_loops.fsm.return_metadata import (
+from little_loops.fsm.judging.return_metadata import (
     METADATA_FILE_LIMIT,
     OUTPUT_SEARCH_WINDOW,
     judge_return_metadata,

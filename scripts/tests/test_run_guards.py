@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from unittest.mock import ANY
 
-from little_loops.fsm.run_guards import (
+from little_loops.fsm.engine.run_guards import (
     RunGuards,
     Stall,
     StepEnding,

@@ -6,8 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from little_loops.fsm.run_history import archive_previous_run, history_dir
-from little_loops.fsm.state_files import LoopState, StatePersistence
+from little_loops.fsm.store.run_history import archive_previous_run, history_dir
+from little_loops.fsm.store.state_files import LoopState, StatePersistence
 
 
 def files(tmp_path: Path) -> StatePersistence:

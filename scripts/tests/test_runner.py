@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from little_loops.cli.processes import is_running
-from little_loops.fsm import output_streams
-from little_loops.fsm import runner as runner_module
-from little_loops.fsm.runner import (
+from little_loops.fsm.process import output_streams
+from little_loops.fsm.process import runner as runner_module
+from little_loops.fsm.process.runner import (
     CLAUDE_NOT_FOUND,
     ActionResult,
     DefaultActionRunner,

@@ -20,9 +20,9 @@ from fixtures.cli_support import LL_LOOP, cli_env, write_loop
 
 from little_loops.cli.summary import summarize
 from little_loops.fsm.executor import ActionResult, DefaultActionRunner, FSMExecutor
-from little_loops.fsm.output_streams import OutputReaders
 from little_loops.fsm.persistence import PersistentExecutor
-from little_loops.fsm.runner import _RunningAction
+from little_loops.fsm.process.output_streams import OutputReaders
+from little_loops.fsm.process.runner import _RunningAction
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
 

@@ -1,4 +1,4 @@
-"""Tests for `little_loops.fsm.state_files`: the state record and the files of one loop."""
+"""Tests for `little_loops.fsm.store.state_files`: the state record and the files of one loop."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from little_loops.fsm.errors import StateFileError
-from little_loops.fsm.state_files import (
+from little_loops.fsm.store.state_files import (
     RUNNING_DIR,
     LoopState,
     StatePersistence,
@@ -519,7 +519,7 @@ def test_concurrent_appends_never_interleave(persistence: StatePersistence) -> N
     writer = (
         "import contextlib, sys\n"
         "from pathlib import Path\n"
-        "from little_loops.fsm.state_files import StatePersistence\n"
+        "from little_loops.fsm.store.state_files import StatePersistence\n"
         "files = StatePersistence('demo', Path(sys.argv[1]))\n"
         "kept = files.keep_events_open() if int(sys.argv[2]) % 2 else contextlib.nullcontext()\n"
         "with kept:\n"
@@ -626,7 +626,7 @@ def test_is_process_alive_true_for_a_process_we_may_not_signal() -> None:
     # As an unprivileged user, pid 1 exists but kill(1, 0) raises PermissionError.
     probe = (
         "import os\n"
-        "from little_loops.fsm.state_files import is_process_alive\n"
+        "from little_loops.fsm.store.state_files import is_process_alive\n"
         "if os.getuid() == 0:\n"
         "    os.setuid(65534)\n"
         "try:\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from little_loops.fsm.workspace import CONTENT_HASH_LIMIT, WorkspaceWatcher
+from little_loops.fsm.process.workspace import CONTENT_HASH_LIMIT, WorkspaceWatcher
 
 
 @pytest.fixture(autouse=True)

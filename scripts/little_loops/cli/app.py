@@ -455,7 +455,7 @@ def _traceback_dir() -> Path:
     import tempfile
 
     from little_loops.cli.resolve import LOOPS_DIR
-    from little_loops.fsm.state_files import RUNNING_DIR
+    from little_loops.fsm.store.state_files import RUNNING_DIR
 
     running_dir = LOOPS_DIR / RUNNING_DIR
     return running_dir if running_dir.is_dir() else Path(tempfile.gettempdir())
@@ -496,7 +496,7 @@ def main_loop(argv: Sequence[str] | None = None) -> int:
 def _exit_for_error(exc: Exception) -> int:
     """A user mistake (`LoopError`) is its one-line message and exit code; the rest is a bug."""
     from little_loops.fsm.errors import LoopError
-    from little_loops.fsm.locking import LoopBusyError
+    from little_loops.fsm.store.locking import LoopBusyError
 
     if isinstance(exc, LoopError):
         Logger().error_lines(exc.user_lines())

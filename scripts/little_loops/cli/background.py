@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 from little_loops.fsm.persistence import RUNNING_DIR, NotResumableError, StatePersistence
-from little_loops.fsm.persistence import _refusal as resume_refusal
 from little_loops.fsm.schema import FSMLoop
+from little_loops.fsm.store.persistent_executor import _refusal as resume_refusal
 
 # The directory that holds the `little_loops` package, so the child can import it even
 # from a source checkout that is not installed.

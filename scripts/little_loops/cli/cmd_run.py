@@ -27,7 +27,6 @@ from little_loops.cli.signals import shutdown_on_signals
 from little_loops.cli.summary import summarize
 from little_loops.fsm.errors import RunFilesError
 from little_loops.fsm.executor import ExecutionResult
-from little_loops.fsm.locking import LoopLock, acquire_loop_lock
 from little_loops.fsm.persistence import (
     RUNNING_DIR,
     ArchivedRun,
@@ -35,8 +34,9 @@ from little_loops.fsm.persistence import (
     PersistentExecutor,
     StatePersistence,
 )
-from little_loops.fsm.run_history import UNFINISHED_STATUSES
 from little_loops.fsm.schema import FSMLoop
+from little_loops.fsm.store.locking import LoopLock, acquire_loop_lock
+from little_loops.fsm.store.run_history import UNFINISHED_STATUSES
 
 HANDOFF_LOCK_WAIT_SECONDS = 15.0
 """How long `resume` of a handed-off loop waits for the spawning run to let go of it."""

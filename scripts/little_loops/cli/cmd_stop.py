@@ -32,9 +32,9 @@ from little_loops.cli.processes import (
 )
 from little_loops.cli.resolve import LOOPS_DIR, loop_name_for
 from little_loops.fsm.errors import RunFilesError
-from little_loops.fsm.locking import AlreadyRunningError, acquire_loop_lock, read_holder
 from little_loops.fsm.persistence import LoopState, StatePersistence
-from little_loops.fsm.state_files import now_iso
+from little_loops.fsm.store.locking import AlreadyRunningError, acquire_loop_lock, read_holder
+from little_loops.fsm.store.state_files import now_iso
 
 STOP_GRACE_SECONDS = 10.0
 KILL_WAIT_SECONDS = 2.0

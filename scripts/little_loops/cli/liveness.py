@@ -6,8 +6,8 @@ import socket
 from enum import Enum
 
 from little_loops.cli.resolve import LOOPS_DIR
-from little_loops.fsm.locking import lock_file_exists, read_holder
 from little_loops.fsm.persistence import RUNNING_DIR, LoopState, is_process_alive
+from little_loops.fsm.store.locking import lock_file_exists, read_holder
 
 
 class Owner(Enum):

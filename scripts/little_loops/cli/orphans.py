@@ -18,7 +18,7 @@ import time
 from little_loops.cli.processes import POLL_SECONDS, send_group
 from little_loops.fsm.errors import LoopError
 from little_loops.fsm.persistence import LoopState
-from little_loops.fsm.process_groups import ActionGroup
+from little_loops.fsm.process.process_groups import ActionGroup
 
 ORPHAN_GRACE_SECONDS = 5.0
 """Time an orphaned action gets to end on SIGTERM before it is killed."""

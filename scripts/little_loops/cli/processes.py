@@ -15,7 +15,7 @@ import os
 import time
 from pathlib import Path
 
-from little_loops.fsm.state_files import is_process_alive
+from little_loops.fsm.store.state_files import is_process_alive
 
 POLL_SECONDS = 0.05
 PROC = Path("/proc")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from little_loops.cli.output import Logger
 from little_loops.fsm.errors import LoopError, RunFilesError
 from little_loops.fsm.persistence import NotResumableError, PersistentExecutor
-from little_loops.fsm.run_history import (
+from little_loops.fsm.store.run_history import (
     UNFINISHED_STATUSES,
     history_dir,
     latest_unfinished_run,

@@ -12,8 +12,8 @@ import os
 import stat
 from pathlib import Path
 
-from little_loops.fsm.locking import _files_error as run_files_error
-from little_loops.fsm.state_files import RUNNING_DIR
+from little_loops.fsm.store.locking import _files_error as run_files_error
+from little_loops.fsm.store.state_files import RUNNING_DIR
 
 
 def check_running_dir(loops_dir: Path) -> None:

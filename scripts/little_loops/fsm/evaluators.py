@@ -30,9 +30,9 @@ from little_loops.fsm.interpolation import (
     interpolate,
     resolve_template,
 )
-from little_loops.fsm.llm_evaluator import DEFAULT_LLM_PROMPT, DEFAULT_LLM_SCHEMA, ask_model
-from little_loops.fsm.output_files import LogTooLargeError, read_log_text, search_log
-from little_loops.fsm.return_metadata import judge_return_metadata
+from little_loops.fsm.judging.llm_judge import DEFAULT_LLM_PROMPT, DEFAULT_LLM_SCHEMA, ask_model
+from little_loops.fsm.judging.return_metadata import judge_return_metadata
+from little_loops.fsm.process.output_files import LogTooLargeError, read_log_text, search_log
 from little_loops.fsm.schema import (
     DEFAULT_LLM_MAX_TOKENS,
     DEFAULT_LLM_MODEL,

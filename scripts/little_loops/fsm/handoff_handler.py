@@ -21,7 +21,7 @@ from enum import Enum
 from pathlib import Path
 from typing import IO
 
-from little_loops.fsm.runner import CLAUDE_BIN_ENV, CLAUDE_NOT_FOUND
+from little_loops.fsm.process.runner import CLAUDE_BIN_ENV, CLAUDE_NOT_FOUND
 
 # The held session: a shell that waits for its stdin to close, then becomes claude (same
 # pid) with stdin from /dev/null. The loop name is $0, so `ps` shows what it is for.

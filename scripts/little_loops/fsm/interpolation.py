@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,8 @@ class InterpolationContext:
     elapsed_ms: int = 0
     # Addition: {"prompt", "count", "state"} of the handoff being continued, if any.
     handoff: dict[str, Any] | None = None
+    # Addition: what `${env.X}` reads (the engine's injected environment); None: os.environ.
+    env: Mapping[str, str] | None = None
 
     def resolve(self, namespace: str, path: str) -> Any:
         """Return the value of `${namespace.path}`; raise `InterpolationError` if unknown."""
@@ -63,7 +66,7 @@ class InterpolationContext:
         if namespace == "loop":
             return self._loop_property(path)
         if namespace == "env":
-            return _environment_variable(path)
+            return _environment_variable(path, self.env)
         if namespace == "handoff":
             return self._handoff_property(path)
         raise InterpolationError(f"Unknown namespace: {namespace}")
@@ -107,8 +110,8 @@ def _lookup(data: dict[str, Any], path: str, namespace: str) -> Any:
     return current
 
 
-def _environment_variable(name: str) -> str:
-    value = os.environ.get(name)
+def _environment_variable(name: str, env: Mapping[str, str] | None = None) -> str:
+    value = (os.environ if env is None else env).get(name)
     if value is None:
         raise InterpolationError(f"Environment variable '{name}' not set")
     return value

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from little_loops.fsm.output_files import STDERR_LOG_SUFFIX, stderr_log_path
+from little_loops.fsm.process.output_files import STDERR_LOG_SUFFIX, stderr_log_path
 
 __all__ = ["LogRetention", "action_name"]
 

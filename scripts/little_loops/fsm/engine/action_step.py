@@ -3,26 +3,23 @@
 `run_action` interpolates the action (delivering a continued or resumed handoff's prompt
 to its slash command once), emits `action_start`/`action_complete`, runs it through the
 executor's `ActionRunner` with the signal scan and output callback attached, stores the
-capture, and returns the `Step` the evaluation continues with. It is part of `FSMExecutor`,
-split out: it reads and sets the executor's attributes.
+capture in the run's cursor, and returns the `Step` the evaluation continues with.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any, Protocol, cast
 
-from little_loops.fsm.guards import stderr_tail
+from little_loops.fsm.engine.context import ActionRunner, StepContext
+from little_loops.fsm.engine.guards import stderr_tail
+from little_loops.fsm.engine.step_result import Step, error_step, log_key
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
-from little_loops.fsm.output_files import action_log_name
-from little_loops.fsm.runner import ActionResult, is_slash_command
+from little_loops.fsm.process.output_files import action_log_name
+from little_loops.fsm.process.runner import ActionResult, is_slash_command
 from little_loops.fsm.schema import StateConfig
 from little_loops.fsm.signal_detector import DetectedSignal, SignalScan
-from little_loops.fsm.step_result import Step, error_step, log_key
-
-if TYPE_CHECKING:
-    from little_loops.fsm.executor import ActionRunner, FSMExecutor
 
 __all__ = ["DEFAULT_ACTION_TIMEOUT", "StreamingRunner", "call_runner", "is_slash", "run_action"]
 
@@ -46,25 +43,23 @@ class StreamingRunner(Protocol):
     ) -> ActionResult: ...
 
 
-def run_action(ex: FSMExecutor, state: StateConfig, ctx: InterpolationContext) -> Step:
-    """Run `state`'s action for the executor `ex`; failures become the `error` verdict."""
+def run_action(sc: StepContext, state: StateConfig, ctx: InterpolationContext) -> Step:
+    """Run `state`'s action; failures become the `error` verdict."""
     assert state.action
     try:
-        action = _action_text(ex, state, ctx)
+        action = _action_text(sc, state, ctx)
     except InterpolationError as exc:
         return error_step(f"Cannot interpolate action: {exc}")
-    ex._emit("action_start", action=action)
+    sc.emit("action_start", action=action)
     slash = is_slash(state, action)
     limit = state.timeout or DEFAULT_ACTION_TIMEOUT
-    timeout = _action_timeout(ex, limit)
-    scan = ex.signal_detector.scan() if ex.signal_detector is not None else None
-    result = call_runner(
-        ex.action_runner, action, timeout, slash, scan, ex.output_callback, _log_path(ex)
-    )
-    ex._emit("action_complete", **_completed_keys(result))
+    timeout = _action_timeout(sc, limit)
+    scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
+    result = call_runner(sc.runner, action, timeout, slash, scan, sc.output_callback, _log_path(sc))
+    sc.emit("action_complete", **_completed_keys(result))
     if state.capture:
-        ex.captured[state.capture] = _capture(result)
-    step = Step(action=result, slash=slash, signal=_acted_on(ex, scan))
+        sc.cursor.captured[state.capture] = _capture(result)
+    step = Step(action=result, slash=slash, signal=_acted_on(sc, scan))
     step.cut_by_loop_timeout = result.timed_out and timeout < limit
     if result.error is not None:
         step.verdict, step.details = "error", {"error": result.error}
@@ -78,31 +73,32 @@ def is_slash(state: StateConfig, action: str) -> bool:
     return is_slash_command(action)
 
 
-def _action_text(ex: FSMExecutor, state: StateConfig, ctx: InterpolationContext) -> str:
+def _action_text(sc: StepContext, state: StateConfig, ctx: InterpolationContext) -> str:
     """The interpolated action; a resumed handoff's prompt reaches its slash command."""
     assert state.action
     action = interpolate(state.action, ctx)
-    handoff = ex.handoff_context or {}
-    if handoff.get("state") != ex.current_state or ex._handoff_delivered:
+    cursor = sc.cursor
+    handoff = cursor.handoff_context or {}
+    if handoff.get("state") != cursor.current_state or cursor.handoff_delivered:
         return action
-    ex._handoff_delivered = True
+    cursor.handoff_delivered = True
     prompt = handoff.get("prompt")
     if prompt and is_slash(state, action) and "${handoff.prompt}" not in state.action:
         action = f"{action}\n\n{prompt}"
     return action
 
 
-def _log_path(ex: FSMExecutor) -> Path | None:
+def _log_path(sc: StepContext) -> Path | None:
     """Where this action's whole stdout goes (`<iteration>-<state>.log`); None: no logs."""
-    if ex.log_dir is None:
+    if sc.log_dir is None:
         return None
-    return ex.log_dir / action_log_name(ex.iteration, ex.current_state)
+    return sc.log_dir / action_log_name(sc.cursor.iteration, sc.cursor.current_state)
 
 
-def _action_timeout(ex: FSMExecutor, limit: float) -> float:
-    if not ex.fsm.timeout:
+def _action_timeout(sc: StepContext, limit: float) -> float:
+    if not sc.fsm.timeout:
         return limit
-    remaining = ex.fsm.timeout - ex.elapsed_ms() / 1000
+    remaining = sc.fsm.timeout - sc.elapsed_ms() / 1000
     return min(limit, max(remaining, 0.001))  # an action never outlives the loop
 
 
@@ -132,13 +128,13 @@ def _capture(result: ActionResult) -> dict[str, Any]:
     }
 
 
-def _acted_on(ex: FSMExecutor, scan: SignalScan | None) -> DetectedSignal | None:
-    """The signal the run acts on; a handoff is also kept as the executor's pending one."""
+def _acted_on(sc: StepContext, scan: SignalScan | None) -> DetectedSignal | None:
+    """The signal the run acts on; a handoff is also kept as the cursor's pending one."""
     if scan is None:
         return None
     signal = scan.actionable()
     if signal is not None and signal.signal_type == "handoff":
-        ex._pending_handoff = signal
+        sc.cursor.pending_handoff = signal
     return signal
 
 

@@ -8,13 +8,10 @@ A callback that raises ends the run: `deliver` wraps its exception in
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from little_loops.fsm.checkpoint import CheckpointResult
-
-if TYPE_CHECKING:
-    from little_loops.fsm.executor import ExecutionResult
+from little_loops.fsm.engine.step_result import ExecutionResult
+from little_loops.fsm.process.checkpoint import CheckpointResult
 
 __all__ = [
     "EventCallbackError",
@@ -22,7 +19,6 @@ __all__ = [
     "completion_keys",
     "deliver",
     "ignore_event",
-    "now",
 ]
 
 
@@ -30,19 +26,16 @@ class EventCallbackError(Exception):
     """An event callback raised; the run ends with `terminated_by="error"`."""
 
 
-def now() -> str:
-    """The timestamp of an event (and of a run's start): ISO 8601, UTC."""
-    return datetime.now(UTC).isoformat()
-
-
 def ignore_event(event: dict[str, Any]) -> None:
     """Default callback: nobody is listening."""
 
 
-def deliver(callback: Callable[[dict[str, Any]], None], name: str, payload: dict[str, Any]) -> None:
-    """Stamp the event `name` and hand it to `callback`; a raising callback becomes
-    `EventCallbackError`."""
-    event = {"event": name, "ts": now(), **payload}
+def deliver(
+    callback: Callable[[dict[str, Any]], None], name: str, payload: dict[str, Any], ts: str
+) -> None:
+    """Stamp the event `name` with `ts` (ISO 8601, UTC) and hand it to `callback`; a
+    raising callback becomes `EventCallbackError`."""
+    event = {"event": name, "ts": ts, **payload}
     try:
         callback(event)
     except Exception as exc:

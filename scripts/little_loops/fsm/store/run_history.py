@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from little_loops.fsm.state_files import StatePersistence, parse_event_line
+from little_loops.fsm.store.state_files import StatePersistence, parse_event_line
 
 HISTORY_DIR = ".history"
 UNFINISHED_STATUSES = ("running", "awaiting_continuation", "interrupted", "stalled")

@@ -4,46 +4,43 @@ The handoff is counted and announced (`handoff_detected`). Past `max_continuatio
 run ends without continuing (`continuations_exhausted`); with `on_handoff: continue` the
 same state runs again next with the continuation prompt (`handoff_continued`); otherwise
 the run ends with `terminated_by="handoff"` after the `HandoffHandler` (if any) paused or
-spawned. It is part of `FSMExecutor`, split out: it sets the executor's handoff attributes
-and finishes the run through it.
+spawned. The flow moves the cursor's handoff fields and returns the `Ending` when the run
+ends; the executor ends it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from little_loops.fsm.engine.context import StepContext
+from little_loops.fsm.engine.step_result import Ending
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.signal_detector import DetectedSignal
-
-if TYPE_CHECKING:
-    from little_loops.fsm.executor import ExecutionResult, FSMExecutor
 
 __all__ = ["continuations_exhausted", "handle_handoff", "handoff_behavior"]
 
 
-def handle_handoff(ex: FSMExecutor, signal: DetectedSignal) -> ExecutionResult | None:
-    """Act on a handoff; return the run's result unless it continues in place."""
+def handle_handoff(sc: StepContext, signal: DetectedSignal) -> Ending | None:
+    """Act on a handoff; return how the run ends unless it continues in place."""
     payload = signal.payload
-    ex.handoff_count += 1
-    ex._emit(
+    cursor = sc.cursor
+    cursor.handoff_count += 1
+    sc.emit(
         "handoff_detected",
-        state=ex.current_state,
-        iteration=ex.iteration,
+        state=cursor.current_state,
+        iteration=cursor.iteration,
         continuation=payload,
     )
-    handler = ex.handoff_handler
-    if continuations_exhausted(handler, ex.handoff_count, ex.fsm.max_continuations):
-        limit = ex.fsm.max_continuations
+    handler = sc.handoff_handler
+    if continuations_exhausted(handler, cursor.handoff_count, sc.fsm.max_continuations):
+        limit = sc.fsm.max_continuations
         reason = f"max_continuations ({limit}) reached: this handoff is not continued"
-        return ex._finish("handoff", reason, continuation_prompt=payload, exhausted=True)
-    if handoff_behavior(handler, ex.fsm.on_handoff) is HandoffBehavior.CONTINUE:
-        _continue_after_handoff(ex, payload)
+        return Ending("handoff", reason, continuation_prompt=payload, exhausted=True)
+    if handoff_behavior(handler, sc.fsm.on_handoff) is HandoffBehavior.CONTINUE:
+        _continue_after_handoff(sc, payload)
         return None
-    error: str | None = None
-    if handler is not None:
-        ex.handoff_result = handler.handle(ex.fsm.name, payload)
-        error = ex.handoff_result.error
-    return ex._finish("handoff", error, continuation_prompt=payload)
+    if handler is None:
+        return Ending("handoff", continuation_prompt=payload)
+    handled = handler.handle(sc.fsm.name, payload)
+    return Ending("handoff", handled.error, continuation_prompt=payload, handoff_result=handled)
 
 
 def handoff_behavior(handler: HandoffHandler | None, on_handoff: str) -> HandoffBehavior:
@@ -61,19 +58,20 @@ def continuations_exhausted(handler: HandoffHandler | None, count: int, limit: i
     return count > limit
 
 
-def _continue_after_handoff(ex: FSMExecutor, payload: str | None) -> None:
+def _continue_after_handoff(sc: StepContext, payload: str | None) -> None:
     """`on_handoff: continue`: the same state runs again next, in a fresh process,
     and gets the continuation prompt as a resumed handoff does."""
-    ex.handoff_context = {
+    cursor = sc.cursor
+    cursor.handoff_context = {
         "prompt": payload or "",
-        "count": ex.handoff_count,
-        "state": ex.current_state,
+        "count": cursor.handoff_count,
+        "state": cursor.current_state,
     }
-    ex._handoff_delivered = False
-    ex._emit(
+    cursor.handoff_delivered = False
+    sc.emit(
         "handoff_continued",
-        state=ex.current_state,
-        iteration=ex.iteration,
-        count=ex.handoff_count,
+        state=cursor.current_state,
+        iteration=cursor.iteration,
+        count=cursor.handoff_count,
         continuation=payload,
     )

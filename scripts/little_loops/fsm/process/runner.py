@@ -34,18 +34,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from little_loops.fsm.background_groups import BackgroundGroups, group_exists
-from little_loops.fsm.claude_refusal import CLAUDE_NOT_FOUND as CLAUDE_NOT_FOUND
-from little_loops.fsm.claude_refusal import claude_not_found, claude_refusal
-from little_loops.fsm.output_files import SpareFiles, truncation_marker
-from little_loops.fsm.output_streams import (
+from little_loops.fsm.process.background_groups import BackgroundGroups, group_exists
+from little_loops.fsm.process.claude_refusal import CLAUDE_NOT_FOUND as CLAUDE_NOT_FOUND
+from little_loops.fsm.process.claude_refusal import claude_not_found, claude_refusal
+from little_loops.fsm.process.output_files import SpareFiles, truncation_marker
+from little_loops.fsm.process.output_streams import (
     LineCallback,
     OutputReaders,
     StderrPipe,
     StdoutFile,
     TextCallback,
 )
-from little_loops.fsm.process_groups import ActionGroup
+from little_loops.fsm.process.process_groups import ActionGroup
 
 DEFAULT_OUTPUT_CAP = 1024 * 1024
 """Bytes of stdout (and of stderr) kept in memory per action: the tail survives."""
@@ -258,10 +258,16 @@ class DefaultActionRunner:
     supports_output_log = True
 
     def __init__(
-        self, *, claude_bin: str | None = None, output_cap: int = DEFAULT_OUTPUT_CAP
+        self,
+        *,
+        claude_bin: str | None = None,
+        output_cap: int = DEFAULT_OUTPUT_CAP,
+        cwd: Path | str | None = None,
     ) -> None:
         self.claude_bin = claude_bin
         self.output_cap = output_cap
+        # Addition: the working directory of every action (None: this process's).
+        self.cwd = cwd
         self._current: _RunningAction | None = None
         self._spare_logs = SpareFiles()
         # A cancel that arrives while no process runs (between actions, or just before one
@@ -364,6 +370,7 @@ class DefaultActionRunner:
                 stdout=stdout.fd,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                cwd=self.cwd,
             )
         except BaseException:
             stdout.close()

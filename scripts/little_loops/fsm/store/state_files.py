@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from little_loops.fsm.engine.guards import is_error_list, is_streak_map, is_visit_map
 from little_loops.fsm.errors import StateFileError
-from little_loops.fsm.guards import is_error_list, is_streak_map, is_visit_map
 
 RUNNING_DIR = ".running"
 STATE_VERSION = 1

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from little_loops.fsm.output_files import (
+from little_loops.fsm.process.output_files import (
     READ_CHUNK_BYTES,
     PendingLog,
     SpareFiles,

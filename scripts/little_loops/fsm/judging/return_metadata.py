@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from little_loops.fsm.json_scan import json_objects
+from little_loops.fsm.judging.json_scan import json_objects
 
 __all__ = [
     "METADATA_FILE_LIMIT",

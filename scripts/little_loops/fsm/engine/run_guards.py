@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from little_loops.fsm.guards import (
+from little_loops.fsm.engine.guards import (
     ErrorLog,
     StallGuard,
     VisitCounter,
@@ -28,8 +28,8 @@ from little_loops.fsm.guards import (
     first_lines,
     stall_message,
 )
+from little_loops.fsm.process.workspace import WorkspaceWatcher
 from little_loops.fsm.schema import FSMLoop, StateConfig
-from little_loops.fsm.workspace import WorkspaceWatcher
 
 __all__ = ["RunGuards", "Stall", "StepEnding", "visit_limit_message"]
 

@@ -4,22 +4,20 @@
 `next` states are not evaluated, a decision state with nothing to judge succeeds, a state
 without `evaluate` is judged by its exit code (or, for a slash command with the LLM
 enabled, by the structured LLM check), and any other state by its evaluator. An evaluator
-that raises gives the `error` verdict. It is part of `FSMExecutor`, split out: it sets the
-executor's `prev_result` and `last_result` and emits through it.
+that raises gives the `error` verdict. It sets the cursor's `prev_result` and
+`last_result`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from little_loops.fsm.engine.context import StepContext
+from little_loops.fsm.engine.step_result import Step, full_output_log, log_key
 from little_loops.fsm.evaluators import evaluate, evaluate_exit_code, evaluate_llm_structured
 from little_loops.fsm.interpolation import InterpolationContext
-from little_loops.fsm.runner import ActionResult
+from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import LLMConfig, StateConfig
-from little_loops.fsm.step_result import Step, full_output_log, log_key
-
-if TYPE_CHECKING:
-    from little_loops.fsm.executor import FSMExecutor
 
 __all__ = ["evaluate_step", "judge", "prev_result_of"]
 
@@ -28,23 +26,25 @@ _RESERVED_EVENT_KEYS = ("event", "ts", "type", "verdict")
 
 
 def evaluate_step(
-    ex: FSMExecutor, state: StateConfig, ctx: InterpolationContext, step: Step
-) -> None:
+    sc: StepContext, state: StateConfig, ctx: InterpolationContext, step: Step
+) -> Step:
     """Fill in the verdict (unless the action already failed); update prev and result."""
+    cursor = sc.cursor
     if step.verdict is None:
         if state.next:
-            return  # `next` states are not evaluated
+            return step  # `next` states are not evaluated
         if state.evaluate is None and step.action is None:
-            ex.prev_result = prev_result_of(step, ex.current_state)
+            cursor.prev_result = prev_result_of(step, cursor.current_state)
             step.verdict = "success"  # a decision state with nothing to judge
-            return
-        step.verdict, step.details = judge(state, ctx, step, ex.fsm.llm)
+            return step
+        step.verdict, step.details = judge(state, ctx, step, sc.fsm.llm)
     if not state.next:
-        ex.prev_result = prev_result_of(step, ex.current_state)
-    ex.last_result = {"verdict": step.verdict, "details": step.details}
+        cursor.prev_result = prev_result_of(step, cursor.current_state)
+    cursor.last_result = {"verdict": step.verdict, "details": step.details}
     details = {k: v for k, v in step.details.items() if k not in _RESERVED_EVENT_KEYS}
     kind = state.evaluate.type if state.evaluate else "default"
-    ex._emit("evaluate", type=kind, verdict=step.verdict, **details)
+    sc.emit("evaluate", type=kind, verdict=step.verdict, **details)
+    return step
 
 
 def prev_result_of(step: Step, state_name: str) -> dict[str, Any]:

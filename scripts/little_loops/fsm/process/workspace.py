@@ -26,7 +26,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from little_loops.fsm.checkpoint import RUNTIME_DIRS
+from little_loops.fsm.process.checkpoint import RUNTIME_DIRS
 
 __all__ = ["CONTENT_HASH_LIMIT", "GIT_TIMEOUT", "WorkspaceWatcher", "runtime_excludes"]
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from little_loops.fsm.errors import LoopError, RunFilesError
-from little_loops.fsm.state_files import now_iso
+from little_loops.fsm.store.state_files import now_iso
 
 LOCK_SUFFIX = ".lock"
 REGISTRY_NAME = ".registry.lock"

@@ -23,8 +23,8 @@ import signal
 import threading
 import time
 
-from little_loops.fsm.output_streams import StderrPipe, StdoutFile
-from little_loops.fsm.process_groups import PROC, ActionGroup, live_processes
+from little_loops.fsm.process.output_streams import StderrPipe, StdoutFile
+from little_loops.fsm.process.process_groups import PROC, ActionGroup, live_processes
 
 PUBLISH_SECONDS = 0.25
 """How often a background group's stdout log is checked for a first write (to name it)."""

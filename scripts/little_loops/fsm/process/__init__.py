@@ -1,0 +1,1 @@
+"""The process layer: starting actions, reading their output, process groups, checkpoints."""

@@ -1,0 +1,1 @@
+"""The store layer: state and event files, locks, history, logs, `PersistentExecutor`."""
