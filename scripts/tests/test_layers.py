@@ -200,6 +200,14 @@ def test_the_fsm_package_keeps_its_layers() -> None:
     assert violations == []
 
 
+def test_the_whole_package_has_no_import_cycles() -> None:
+    """The CLI sits above every fsm layer; no cycle among its modules either."""
+    root = FSM_DIR.parent
+    graph = import_graph(root, "little_loops")
+    assert "little_loops.cli.app" in graph
+    assert import_cycles(graph) == []
+
+
 def test_every_module_of_the_package_is_checked() -> None:
     graph = import_graph(FSM_DIR, "little_loops.fsm")
     assert "little_loops.fsm.engine.run_loop" in graph
