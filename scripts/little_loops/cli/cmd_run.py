@@ -10,6 +10,7 @@ one summary plus an exit code derived from how the run ended (`exit_codes`).
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 from little_loops.cli.background import log_path_for, refuse_unresumable, start_detached
 from little_loops.cli.display import ProgressDisplay
 from little_loops.cli.exit_codes import FAILED, OK, exit_code_for
+from little_loops.cli.live_line import ticking
 from little_loops.cli.orphans import stop_orphans, stopped_line
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.plan import plan_lines
@@ -70,9 +72,14 @@ def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
 
 
 def run_command(
-    loop_arg: str, options: RunOptions, *, dry_run: bool = False, background: bool = False
+    loop_arg: str,
+    options: RunOptions,
+    *,
+    dry_run: bool = False,
+    background: bool = False,
+    follow: bool = False,
 ) -> int:
-    """`ll-loop run <loop>`: plan, detach, or run in the foreground."""
+    """`ll-loop run <loop>`: plan, detach (and `follow`), or run in the foreground."""
     path, fsm = load_resolved(loop_arg)
     apply_overrides(fsm, options)
     if dry_run:
@@ -80,7 +87,7 @@ def run_command(
             write_line(line)
         return OK
     if background:
-        return _start_background(path, fsm, options)
+        return _start_background(path, fsm, options, follow=follow, loop_arg=loop_arg)
     with _take_lock(fsm, options) as lock:
         display = _display(fsm, options)
         # Printed by the display, which keeps the run going if stdout goes away.
@@ -120,12 +127,17 @@ def _say_if_unfinished(archived: ArchivedRun | None, loop_arg: str) -> None:
 
 
 def resume_command(
-    loop_arg: str, options: RunOptions, *, background: bool = False, from_history: bool = False
+    loop_arg: str,
+    options: RunOptions,
+    *,
+    background: bool = False,
+    from_history: bool = False,
+    follow: bool = False,
 ) -> int:
     """`ll-loop resume <loop>`: continue a saved run with run's progress and exit codes.
 
     `from_history`: first bring back the newest unfinished run a later `run` archived.
-    `background`: detach, as `run --background` does.
+    `background`: detach, as `run --background` does (and `follow` it).
     """
     path, fsm = load_resolved(loop_arg)
     apply_overrides(fsm, options)
@@ -136,7 +148,15 @@ def resume_command(
                 Logger().warning(f"Nothing to resume for: {loop_arg}")  # as in the foreground
                 return FAILED
             refuse_unresumable(persistence, fsm)  # seen here, not only in the log
-        return _start_background(path, fsm, options, command="resume", from_history=from_history)
+        return _start_background(
+            path,
+            fsm,
+            options,
+            command="resume",
+            from_history=from_history,
+            follow=follow,
+            loop_arg=loop_arg,
+        )
     with _take_lock(fsm, options, wait=_lock_wait(persistence)) as lock:
         with contextlib.suppress(OSError):  # then the first write fails and says why
             persistence.remove_crash_leftovers()
@@ -194,7 +214,7 @@ def _execute(
 ) -> ExecutionResult:
     """Run or resume with Ctrl-C/SIGTERM wired to a clean shutdown."""
     try:
-        with shutdown_on_signals(executor.request_shutdown):
+        with shutdown_on_signals(executor.request_shutdown), ticking(display):
             return start()
     except RunFilesError:
         display.finish()  # end the progress line before the error is printed
@@ -203,7 +223,10 @@ def _execute(
 
 def _display(fsm: FSMLoop, options: RunOptions) -> ProgressDisplay:
     return ProgressDisplay(
-        max_iterations=fsm.max_iterations, verbose=options.verbose, enabled=not options.quiet
+        max_iterations=fsm.max_iterations,
+        verbose=options.verbose,
+        enabled=not options.quiet,
+        live=sys.stdout.isatty(),  # the running action's time, redrawn in place
     )
 
 
@@ -262,6 +285,8 @@ def _start_background(
     *,
     command: str = "run",
     from_history: bool = False,
+    follow: bool = False,
+    loop_arg: str = "",
 ) -> int:
     args = [str(path)]
     if from_history:
@@ -289,6 +314,10 @@ def _start_background(
         pid = start_detached(args, log_path, command=command)
     logger = Logger(quiet=options.quiet)
     logger.success(f"Started {fsm.name} in the background (pid {pid})")
+    if follow:
+        from little_loops.cli.cmd_watch import watch_command
+
+        return watch_command(loop_arg or str(path), verbose=options.verbose, started_pid=pid)
     if not options.quiet:
         write_line(f"  log:    {log_path}")
         write_line(f"  status: ll-loop status {fsm.name}")
