@@ -31,6 +31,7 @@ from little_loops.cli.liveness import Owner, owner_of
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved
 from little_loops.fsm.executor import ExecutionResult
+from little_loops.fsm.locking import read_holder
 from little_loops.fsm.output_files import action_log_name
 from little_loops.fsm.persistence import LoopState, StatePersistence, is_process_alive
 from little_loops.fsm.schema import FSMLoop
@@ -116,16 +117,35 @@ class _Watcher:
                 return self._start_failed(started_pid)
             return self._follow(state)
         state = self.persistence.load_state_checked()
-        if wait:
-            while state is None or not _under_way(state):
-                time.sleep(POLL_SECONDS)
-                state = self.persistence.load_state_checked()
+        seen = state.updated_at if state is not None else None
+        if wait or self._starting(state):
+            state = self._wait_for_run(state, until_unlocked=not wait)
         if state is None:
             Logger().error(f"No state found for: {self.loop_arg}")
             return FAILED
-        if not _under_way(state):
+        if not _under_way(state) and state.updated_at == seen:
             return self._print_ended(state, None)
         return self._follow(state)
+
+    def _starting(self, state: LoopState | None) -> bool:
+        """A run holds the loop's lock but has not saved its state yet (just started)."""
+        if state is not None and _under_way(state):
+            return False
+        return read_holder(self.persistence.running_dir, self.fsm.name) is not None
+
+    def _wait_for_run(self, state: LoopState | None, *, until_unlocked: bool) -> LoopState | None:
+        """Wait until a run is under way; one that came and went meanwhile (its state was
+        saved again) is followed from its events too. `until_unlocked`: give up once
+        nobody holds the loop's lock."""
+        seen = state.updated_at if state is not None else None
+        while state is None or not _under_way(state):
+            if state is not None and state.updated_at != seen:
+                break
+            if until_unlocked and not self._starting(state):
+                break
+            time.sleep(POLL_SECONDS)
+            state = self.persistence.load_state_checked()
+        return state
 
     def _wait_for_start(self, pid: int) -> LoopState | None:
         """The state of the run `pid` started, once it saved one (None: it never did)."""
