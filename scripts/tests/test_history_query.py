@@ -127,3 +127,19 @@ def test_history_lists_archived_runs_and_reads_any_of_them(tmp_path: Path) -> No
     assert "No run 4 of failing (runs 1-3; list them: ll-loop history failing --runs)" in (
         missing.stderr
     )
+
+
+def test_history_says_why_a_visit_ended_in_error_as_the_progress_does(tmp_path: Path) -> None:
+    write_loop(
+        tmp_path,
+        "typo",
+        "name: typo\ninitial: test\nmax_iterations: 1\nstates:\n  test:\n"
+        "    action: pytset -q\n    on_success: done\n    on_error: done\n"
+        "  done:\n    terminal: true\n",
+    )
+    run = run_cli(tmp_path, "run", "typo")
+    assert "✗ error - exit code 127: " in run.stdout
+    lines = run_cli(tmp_path, "history", "typo", "--state", "test").stdout.splitlines()
+    assert len(lines) == 1
+    assert " test  ✗ error - exit code 127: " in lines[0]
+    assert "command not found -> done  (" in lines[0]

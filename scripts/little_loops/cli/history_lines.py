@@ -22,12 +22,14 @@ from datetime import datetime
 from typing import Any
 
 from little_loops.cli.display import GOOD_VERDICTS, one_line, shorten
+from little_loops.cli.display import _last_line as last_line
 from little_loops.cli.history_query import event_moment
 from little_loops.cli.output import GREEN, RED, paint
 
 FOLDED = frozenset({"state_enter", "action_start", "action_complete", "evaluate"})
 COST_KEYS = ("cost_usd", "total_cost_usd", "cost")
 VALUE_WIDTH = 60
+REASON_WIDTH = 80
 
 
 @dataclass
@@ -47,9 +49,24 @@ class _Visit:
                 self.cost += value
                 self.costed = True
                 break
-        if event.get("event") == "evaluate":
+        kind = event.get("event")
+        if kind == "action_complete":
+            self.error = _action_failure(event)
+        elif kind == "evaluate":
             self.verdict = str(event.get("verdict", "?"))
-            self.error = one_line(event["error"]) if event.get("error") else None
+            if event.get("error"):
+                self.error = one_line(event["error"])
+
+
+def _action_failure(event: dict[str, Any]) -> str | None:
+    """Why an action failed, as the progress display says it (`exit code 127: <stderr>`)."""
+    if event.get("error"):
+        return one_line(event["error"])
+    code = event.get("exit_code")
+    if not isinstance(code, int) or code == 0:
+        return None
+    stderr = last_line(event.get("stderr_tail"))
+    return f"exit code {code}: {stderr}" if stderr else f"exit code {code}"
 
 
 def readable_lines(
@@ -87,7 +104,7 @@ def _route_line(event: dict[str, Any], visit: _Visit) -> str:
     verdict = str(event.get("verdict") or visit.verdict or "?")
     good = verdict in GOOD_VERDICTS
     mark = paint("✓", GREEN, sys.stdout) if good else paint("✗", RED, sys.stdout)
-    said = f" - {shorten(visit.error, VALUE_WIDTH)}" if verdict == "error" and visit.error else ""
+    said = f" - {shorten(visit.error, REASON_WIDTH)}" if verdict == "error" and visit.error else ""
     stalled = " (stalled)" if reason == "stalled" else ""
     started = visit.entered or event_moment(event)
     return (
