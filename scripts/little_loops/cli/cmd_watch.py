@@ -180,7 +180,7 @@ class _Watcher:
         with ticking(self.display):
             completion = self._show(_this_run(first))
             last_check = time.monotonic()
-            while completion is None:
+            while completion is None and not self.display.broken_pipe:
                 time.sleep(POLL_SECONDS)
                 self._show_output()
                 found = follower.read_new()
