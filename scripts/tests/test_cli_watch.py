@@ -188,7 +188,7 @@ def test_watch_of_a_run_that_is_not_running_prints_its_last_summary_and_code(
     result = run_cli(tmp_path, "watch", "failing")
     assert result.returncode == 4
     assert normalize(result.stdout) == (
-        "\nLoop stopped: fix (3 iterations, Ns) - max_iterations reached\n"
+        "Loop stopped: fix (3 iterations, Ns) - max_iterations reached\n"
         "Resume with: ll-loop resume failing -n 6\n"
     )
     assert run_cli(tmp_path, "watch", "nothing-ran").returncode == 1

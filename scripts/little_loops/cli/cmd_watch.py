@@ -25,11 +25,12 @@ from typing import Any
 
 from little_loops.cli.display import ProgressDisplay
 from little_loops.cli.event_follow import EventFollower, LogTail
-from little_loops.cli.exit_codes import BROKEN_PIPE, FAILED, INTERRUPTED
+from little_loops.cli.exit_codes import BROKEN_PIPE, FAILED, INTERRUPTED, exit_code_for
 from little_loops.cli.live_line import ticking
 from little_loops.cli.liveness import Owner, owner_of
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved
+from little_loops.cli.summary import summarize
 from little_loops.fsm.executor import ExecutionResult
 from little_loops.fsm.locking import read_holder
 from little_loops.fsm.output_files import action_log_name
@@ -254,10 +255,15 @@ class _Watcher:
         from little_loops.cli.cmd_run import _report as report_run
 
         result = _result(state, completion or {})
-        code = report_run(result, self.fsm, self.loop_arg, self.display, RunOptions())
-        if completion is None and result.terminated_by == "handoff":
+        if completion is not None:  # after the progress lines, as `run` ends
+            return report_run(result, self.fsm, self.loop_arg, self.display, RunOptions())
+        # Nothing followed: the summary alone (problems on stderr, as `run` prints them).
+        summary = summarize(result, self.fsm, self.loop_arg)
+        for line in summary.lines:
+            (write_error_line if summary.is_problem else write_line)(line)
+        if result.terminated_by == "handoff":
             write_line(f"Follow the resumed run with: ll-loop watch {self.loop_arg} --wait")
-        return code
+        return exit_code_for(result.terminated_by)
 
 
 def _under_way(state: LoopState) -> bool:
