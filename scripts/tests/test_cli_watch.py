@@ -16,6 +16,7 @@ from fixtures.cli_support import (
     FAILING_LOOP,
     LL_LOOP,
     cli_env,
+    cli_in_process,
     normalize,
     run_cli,
     write_loop,
@@ -253,3 +254,45 @@ def test_watch_help_names_the_exit_codes() -> None:
     )
     assert result.returncode == 0
     assert "--wait" in result.stdout and "130  interrupted" in result.stdout
+
+
+# --- in this process (the same paths, measured by coverage) -------------------------------
+
+SHORT_LOOP = """\
+name: short
+initial: first
+max_iterations: 5
+states:
+  first:
+    action: "echo one; sleep 0.5; echo two"
+    on_success: done
+  done:
+    terminal: true
+"""
+
+
+def test_watch_in_process_follows_a_background_run_to_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_loop(tmp_path, "short", SHORT_LOOP)
+    start_in_background(tmp_path, "short")
+    code, out, _ = cli_in_process(capsys, "watch", "short", "-v")
+    assert code == 0
+    assert "[1/5] first -> echo one; sleep 0.5; echo two\n" in out
+    assert "       | two\n       ✓ success\n       -> done (Ns)\n" in out
+    assert out.endswith("\nLoop completed: done (1 iteration, Ns)\n")
+
+
+def test_watch_in_process_of_runs_not_under_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_loop(tmp_path, "short", SHORT_LOOP)
+    assert cli_in_process(capsys, "watch", "short") == (1, "", "[T] No state found for: short\n")
+    assert run_cli(tmp_path, "run", "short").returncode == 0
+    assert cli_in_process(capsys, "watch", "short") == (
+        0,
+        "Loop completed: done (1 iteration, Ns)\n",
+        "",
+    )

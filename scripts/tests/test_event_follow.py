@@ -7,6 +7,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from little_loops.cli.event_follow import EventFollower, LogTail
 from little_loops.cli.live_line import ActivityLine, elapsed_text
 
@@ -76,3 +78,29 @@ def test_activity_line_redraws_in_place_and_waits_after_output() -> None:
     assert line.erase() == ""
     line.stop()
     assert line.redraw(9.0, line_open=False) == ""
+
+
+def test_live_display_shows_the_time_on_the_action_line_then_below_output(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from little_loops.cli.display import ProgressDisplay
+
+    now = [100.0]
+    display = ProgressDisplay(max_iterations=3, verbose=True, live=True, clock=lambda: now[0])
+    display({"event": "state_enter", "state": "fix", "iteration": 1})
+    display({"event": "action_start", "action": "make test"})
+    now[0] += 2.2
+    display.tick()
+    display.on_output_line("ok")
+    now[0] += 1.5
+    display.tick()
+    display({"event": "action_complete", "exit_code": 0})
+    display({"event": "evaluate", "verdict": "success"})
+    display.tick()  # no action under way: nothing
+    assert capsys.readouterr().out == (
+        "[1/3] fix -> make test"
+        "\r[1/3] fix -> make test  (2s)\n"
+        "       | ok\n"
+        "\r\x1b[K       (3s)"
+        "\r\x1b[K       ✓ success\n"
+    )
