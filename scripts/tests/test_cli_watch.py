@@ -6,6 +6,7 @@ never after a guessed delay.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
@@ -237,9 +238,9 @@ def test_watch_across_a_handoff_pause_and_the_resume(
     assert resumed.endswith("Loop completed: done (2 iterations, Ns)\n")
 
 
-def test_background_run_that_never_starts_is_reported_by_follow(tmp_path: Path) -> None:
+def test_follow_of_a_refused_start_exits_with_the_refusal(tmp_path: Path) -> None:
     write_loop(tmp_path, "gated", GATED_LOOP)
-    assert run_cli(tmp_path, "run", "gated", "--background").returncode == 0
+    start_in_background(tmp_path, "gated")
     # A second start of the same loop is refused (busy) before it detaches.
     second = run_cli(tmp_path, "run", "gated", "--background", "--follow")
     assert second.returncode == 6
@@ -296,3 +297,26 @@ def test_watch_in_process_of_runs_not_under_way(
         "Loop completed: done (1 iteration, Ns)\n",
         "",
     )
+
+
+def test_follow_of_a_background_run_that_ends_before_starting_says_so(
+    tmp_path: Path, watchers: list[Watcher]
+) -> None:
+    """The started process waits in the queue (a running loop shares its scope) and is
+    stopped there: it never saves a state; `--follow` reports it instead of waiting on."""
+    write_loop(tmp_path, "gated", GATED_LOOP.replace("max_iterations: 5", "scope: [src]"))
+    write_loop(tmp_path, "queued", SHORT_LOOP.replace("name: short", "name: queued\nscope: [src]"))
+    start_in_background(tmp_path, "gated")
+    follower = start_watch(watchers, tmp_path, "run", "queued", "-b", "--queue", "--follow")
+    wait_for(lambda: "(pid " in follower.out(), "the started line")
+    pid = int(follower.out().split("(pid ", 1)[1].split(")", 1)[0])
+    wait_for(
+        lambda: "waits for running loop" in (tmp_path / ".loops/.running/queued.log").read_text(),
+        "queue",
+    )
+    os.kill(pid, signal.SIGTERM)
+    assert follower.wait() == 1
+    assert f"The background run (pid {pid}) ended before it started; its log:" in follower.err()
+    (tmp_path / "gate1").touch()
+    (tmp_path / "gate2").touch()
+    wait_for(lambda: "Status: completed" in saved_status(tmp_path, "gated"), "the loop's end")

@@ -17,6 +17,7 @@ it. A run that was resumed is followed from its last start (`loop_start`/`loop_r
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -154,7 +155,7 @@ class _Watcher:
             state = self.persistence.load_state()
             if state is not None and state.pid == pid:
                 return state
-            if not is_process_alive(pid):
+            if not _child_alive(pid):
                 state = self.persistence.load_state()
                 return state if state is not None and state.pid == pid else None
             time.sleep(POLL_SECONDS)
@@ -264,6 +265,16 @@ class _Watcher:
         if result.terminated_by == "handoff":
             write_line(f"Follow the resumed run with: ll-loop watch {self.loop_arg} --wait")
         return exit_code_for(result.terminated_by)
+
+
+def _child_alive(pid: int) -> bool:
+    """Is the background run we started still there? It is our child: an ended one stays a
+    zombie (alive to `kill 0`) until reaped, so reap it here."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # not our child after all
+        return is_process_alive(pid)
+    return done == 0
 
 
 def _under_way(state: LoopState) -> bool:
