@@ -224,9 +224,10 @@ def test_history_tail_zero_shows_every_event_as_in_the_reference(
     persistence.initialize()
     for number in range(60):
         persistence.append_event({"event": "tick", "ts": "2026-11-21T23:18:41+00:00", "n": number})
-    code, out, _ = cli_in_process(capsys, "history", "many", "--tail", "0")
+    code, out, _ = cli_in_process(capsys, "history", "many", "--raw", "--tail", "0")
     assert code == 0
     assert len(out.splitlines()) == 60
     assert out.splitlines()[0] == "2026-11-21T23:18:41+00:00 tick: {'n': 0}"
     assert len(json.loads(cli_in_process(capsys, "history", "many", "-n", "0", "--json")[1])) == 60
+    assert len(cli_in_process(capsys, "history", "many", "--raw")[1].splitlines()) == 50
     assert len(cli_in_process(capsys, "history", "many")[1].splitlines()) == 50

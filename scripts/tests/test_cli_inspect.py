@@ -172,9 +172,12 @@ EVENTS: list[dict[str, object]] = [
 ]
 
 
-def test_history_reference_format_with_zone_and_tail(capsys: pytest.CaptureFixture[str]) -> None:
+def test_history_raw_keeps_the_reference_format_with_zone_and_tail(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--raw`: the reference's `history` lines (`<ts> <event>: {dict}`), with the zone."""
     _events("routes", EVENTS)
-    assert cli_in_process(capsys, "history", "routes") == (
+    assert cli_in_process(capsys, "history", "routes", "--raw") == (
         0,
         "2026-11-21T23:18:41+00:00 loop_start: {'loop': 'routes'}\n"
         "2026-11-21T23:18:41+00:00 action_start: {'action': 'echo x'}\n"
@@ -182,7 +185,7 @@ def test_history_reference_format_with_zone_and_tail(capsys: pytest.CaptureFixtu
         "2026-11-21T23:18:41+00:00 route: {'from': 'reduce', 'to': 'm'}\n",
         "",
     )
-    assert cli_in_process(capsys, "history", "routes", "-n", "1") == (
+    assert cli_in_process(capsys, "history", "routes", "--raw", "-n", "1") == (
         0,
         "2026-11-21T23:18:41+00:00 route: {'from': 'reduce', 'to': 'm'}\n",
         "",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fixtures.external_tools import ToolMissing, require_tool
+from fixtures.external_tools import ToolMissing, find_program, require_tool
 
 
 def missing() -> Path:
@@ -30,3 +30,13 @@ def test_a_tool_that_is_there_is_returned(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("CI", "true")
 
     assert require_tool(lambda: Path("/usr/bin/dot"), why="x") == Path("/usr/bin/dot")
+
+
+def test_find_program_names_the_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ToolMissing, match=r"`notool` is not on PATH \(apt-get install notool\)"):
+        find_program("notool", "apt-get install notool")
+    tool = tmp_path / "notool"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    assert find_program("notool", "apt-get install notool") == tool

@@ -48,6 +48,7 @@ SUBCOMMANDS = (
     "history",
     "show",
     "schema",
+    "watch",
 )
 # Flags that only make sense for `run`: `ll-loop --dry-run x` means `ll-loop run --dry-run x`.
 _RUN_SHORT_FLAGS = ("-n", "-b", "-q", "-v")
@@ -57,6 +58,7 @@ _RUN_LONG_FLAGS = (
     "--llm-model",
     "--dry-run",
     "--background",
+    "--follow",
     "--quiet",
     "--verbose",
     "--queue",
@@ -168,11 +170,13 @@ def _add_running_commands(sub: Subparsers) -> None:
         help="set ${context.KEY} for this run, over the loop file's context (repeatable; "
         "resume keeps it)",
     )
+    run.add_argument("--follow", action="store_true", help=_FOLLOW_HELP)
     resume = _documented_parser(sub, "resume", "continue a paused or interrupted loop")
     _add_run_options(resume)
     resume.add_argument(
         "-b", "--background", action="store_true", help="resume detached, log to file"
     )
+    resume.add_argument("--follow", action="store_true", help=_FOLLOW_HELP)
     # Only on `resume`: on `run` it would make the documented `--max 3` ambiguous.
     resume.add_argument(
         "--max-continuations",
@@ -184,6 +188,9 @@ def _add_running_commands(sub: Subparsers) -> None:
         action="store_true",
         help="first bring back the newest unfinished run a later `run` moved to .loops/.history/",
     )
+
+
+_FOLLOW_HELP = "with --background: follow the run here as `ll-loop watch` does"
 
 
 def _documented_parser(sub: Subparsers, name: str, summary: str) -> argparse.ArgumentParser:
@@ -233,18 +240,57 @@ def _add_state_commands(sub: Subparsers) -> None:
     status.add_argument("loop", help=where)
     status.add_argument("--json", action="store_true", help="print the state as JSON")
     sub.add_parser("stop", help="stop a running loop").add_argument("loop", help=where)
-    history = sub.add_parser("history", help="show the events of the latest run")
+    _add_history(sub, where)
+    watch = _documented_parser(sub, "watch", "follow a run from another terminal")
+    watch.add_argument("loop", help=where)
+    watch.add_argument("-v", "--verbose", action="store_true", help="show action output live")
+    watch.add_argument(
+        "--wait",
+        action="store_true",
+        help="if no run is under way (none yet, finished or paused), wait for one and follow it",
+    )
+
+
+def _add_history(sub: Subparsers, where: str) -> None:
+    history = sub.add_parser("history", help="show what a run did (the latest, or --run N)")
     history.add_argument("loop", help=where)
     history.add_argument(
         "-n",
         "--tail",
         type=_not_negative,
         default=50,
-        help="show the last N events (default 50; 0: all)",
+        help="show the last N lines or events (default 50; 0: all)",
     )
-    as_json = history.add_mutually_exclusive_group()
-    as_json.add_argument("--json", action="store_true", help="print the events as a JSON array")
-    as_json.add_argument("--jsonl", action="store_true", help="print one JSON event per line")
+    history.add_argument("--state", metavar="NAME", help="only what state NAME did")
+    history.add_argument(
+        "--event",
+        metavar="TYPE",
+        action="append",
+        default=[],
+        help="only events of TYPE (repeatable), e.g. route, action_complete, evaluate",
+    )
+    history.add_argument(
+        "--since",
+        type=_since,
+        metavar="TIME",
+        help="only events from TIME on: ISO (2026-11-23T02:00), a time today (02:00) "
+        "or an age (30m, 2h, 1d)",
+    )
+    which = history.add_mutually_exclusive_group()
+    which.add_argument("--runs", action="store_true", help="list the runs kept, numbered")
+    which.add_argument("--run", type=_at_least_one, metavar="N", help="show run N of --runs")
+    output = history.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the events as a JSON array")
+    output.add_argument("--jsonl", action="store_true", help="print one JSON event per line")
+    output.add_argument(
+        "--raw", action="store_true", help="the reference's lines: <ts> <event>: {dict}"
+    )
+
+
+def _since(text: str) -> object:
+    from little_loops.cli.history_query import since_argument
+
+    return since_argument(text)
 
 
 # --- dispatch --------------------------------------------------------------------------
@@ -272,15 +318,30 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
 def _run(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_run import run_command
 
-    return run_command(a.loop, _run_options(a), dry_run=a.dry_run, background=a.background)
+    if a.follow and not a.background:
+        return _usage_error("run", "--follow needs --background")
+    return run_command(
+        a.loop, _run_options(a), dry_run=a.dry_run, background=a.background, follow=a.follow
+    )
+
+
+def _usage_error(command: str, message: str) -> int:
+    write_error_line(f"ll-loop {command}: error: {message}")
+    return USAGE
 
 
 def _resume(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_run import resume_command
 
     _check_running_dir()
+    if a.follow and not a.background:
+        return _usage_error("resume", "--follow needs --background")
     return resume_command(
-        a.loop, _run_options(a), background=a.background, from_history=a.from_history
+        a.loop,
+        _run_options(a),
+        background=a.background,
+        from_history=a.from_history,
+        follow=a.follow,
     )
 
 
@@ -319,10 +380,22 @@ def _stop(a: argparse.Namespace) -> int:
 
 
 def _history(a: argparse.Namespace) -> int:
-    from little_loops.cli.cmd_inspect import history_command
+    from little_loops.cli.cmd_history import history_command
+    from little_loops.cli.history_query import EventFilter
 
     _check_running_dir()
-    return history_command(a.loop, tail=a.tail, as_json=a.json, as_jsonl=a.jsonl)
+    output = "json" if a.json else "jsonl" if a.jsonl else "raw" if a.raw else "lines"
+    query = EventFilter(state=a.state, events=tuple(a.event), since=a.since)
+    return history_command(
+        a.loop, tail=a.tail, output=output, query=query, list_runs=a.runs, run=a.run
+    )
+
+
+def _watch(a: argparse.Namespace) -> int:
+    from little_loops.cli.cmd_watch import watch_command
+
+    _check_running_dir()
+    return watch_command(a.loop, verbose=a.verbose, wait=a.wait)
 
 
 def _show(a: argparse.Namespace) -> int:
@@ -356,6 +429,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "history": _history,
     "show": _show,
     "schema": _schema,
+    "watch": _watch,
 }
 
 

@@ -1,4 +1,5 @@
-"""Read-only commands: `list`, `status` and `history`. None of them creates a file."""
+"""Read-only commands: `list`, `status` and `history`'s reference lines (`cmd_history`).
+None of them creates a file."""
 
 from __future__ import annotations
 
@@ -157,27 +158,6 @@ def _orphan_lines(state: LoopState) -> list[str]:
 
 
 # --- history ---------------------------------------------------------------------------
-
-
-def history_command(
-    loop_arg: str, *, tail: int = 50, as_json: bool = False, as_jsonl: bool = False
-) -> int:
-    """`ll-loop history <loop>`: the last `tail` events (0: all) of the latest run.
-
-    `--json` prints one JSON array (as `status --json` and `list --json` print one
-    document), `--jsonl` one event per line.
-    """
-    persistence = StatePersistence(loop_name_for(loop_arg), LOOPS_DIR)
-    events = persistence.read_events_tail(tail) if tail > 0 else persistence.read_events()
-    if as_json:
-        write_line(json.dumps(events))
-    elif not events:
-        # The reference's answer for a loop without events, known or not: exit 0.
-        write_line(f"No history for: {loop_arg}")
-    else:
-        for event in events:
-            write_line(json.dumps(event) if as_jsonl else history_line(event))
-    return OK
 
 
 def history_line(event: dict[str, Any]) -> str:

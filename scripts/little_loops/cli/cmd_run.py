@@ -10,6 +10,7 @@ one summary plus an exit code derived from how the run ended (`exit_codes`).
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,14 +18,15 @@ from pathlib import Path
 from little_loops.cli.background import log_path_for, refuse_unresumable, start_detached
 from little_loops.cli.context_option import saved_context_overrides
 from little_loops.cli.display import ProgressDisplay
-from little_loops.cli.exit_codes import FAILED, OK, exit_code_for
+from little_loops.cli.exit_codes import FAILED, OK
+from little_loops.cli.live_line import ticking
 from little_loops.cli.orphans import stop_orphans, stopped_line
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.plan import plan_lines
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved
 from little_loops.cli.restore_run import bring_back_from_history
+from little_loops.cli.run_report import report_run
 from little_loops.cli.signals import shutdown_on_signals
-from little_loops.cli.summary import summarize
 from little_loops.fsm.errors import RunFilesError
 from little_loops.fsm.executor import ExecutionResult
 from little_loops.fsm.persistence import (
@@ -73,9 +75,14 @@ def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
 
 
 def run_command(
-    loop_arg: str, options: RunOptions, *, dry_run: bool = False, background: bool = False
+    loop_arg: str,
+    options: RunOptions,
+    *,
+    dry_run: bool = False,
+    background: bool = False,
+    follow: bool = False,
 ) -> int:
-    """`ll-loop run <loop>`: plan, detach, or run in the foreground."""
+    """`ll-loop run <loop>`: plan, detach (and `follow`), or run in the foreground."""
     path, fsm = load_resolved(loop_arg, context_overrides=dict(options.context))
     apply_overrides(fsm, options)
     if dry_run:
@@ -83,7 +90,7 @@ def run_command(
             write_line(line)
         return OK
     if background:
-        return _start_background(path, fsm, options)
+        return _start_background(path, fsm, options, follow=follow, loop_arg=loop_arg)
     with _take_lock(fsm, options) as lock:
         display = _display(fsm, options)
         # Printed by the display, which keeps the run going if stdout goes away.
@@ -96,7 +103,7 @@ def run_command(
         executor.context_overrides = dict(options.context)
         _say_if_unfinished(executor.archive_previous(), loop_arg)
         result = _execute(executor, display, lambda: executor.run(clear_previous=False))
-        return _report(result, fsm, loop_arg, display, options)
+        return report_run(result, fsm, loop_arg, display, quiet=options.quiet)
 
 
 def _warn_before_archiving(persistence: StatePersistence) -> None:
@@ -124,12 +131,17 @@ def _say_if_unfinished(archived: ArchivedRun | None, loop_arg: str) -> None:
 
 
 def resume_command(
-    loop_arg: str, options: RunOptions, *, background: bool = False, from_history: bool = False
+    loop_arg: str,
+    options: RunOptions,
+    *,
+    background: bool = False,
+    from_history: bool = False,
+    follow: bool = False,
 ) -> int:
     """`ll-loop resume <loop>`: continue a saved run with run's progress and exit codes.
 
     `from_history`: first bring back the newest unfinished run a later `run` archived.
-    `background`: detach, as `run --background` does.
+    `background`: detach, as `run --background` does (and `follow` it).
     """
     path, fsm = load_resolved(loop_arg, context_overrides=saved_context_overrides(loop_arg))
     apply_overrides(fsm, options)
@@ -140,7 +152,15 @@ def resume_command(
                 Logger().warning(f"Nothing to resume for: {loop_arg}")  # as in the foreground
                 return FAILED
             refuse_unresumable(persistence, fsm)  # seen here, not only in the log
-        return _start_background(path, fsm, options, command="resume", from_history=from_history)
+        return _start_background(
+            path,
+            fsm,
+            options,
+            command="resume",
+            from_history=from_history,
+            follow=follow,
+            loop_arg=loop_arg,
+        )
     with _take_lock(fsm, options, wait=_lock_wait(persistence)) as lock:
         with contextlib.suppress(OSError):  # then the first write fails and says why
             persistence.remove_crash_leftovers()
@@ -159,7 +179,7 @@ def resume_command(
         # Shown on the first event, so a refused resume prints only its reason.
         display.preamble = _resume_header(saved, fsm)
         result = _execute(executor, display, executor.resume_checked)
-        return _report(result, fsm, loop_arg, display, options)
+        return report_run(result, fsm, loop_arg, display, quiet=options.quiet)
 
 
 def _lock_wait(persistence: StatePersistence) -> float:
@@ -198,7 +218,7 @@ def _execute(
 ) -> ExecutionResult:
     """Run or resume with Ctrl-C/SIGTERM wired to a clean shutdown."""
     try:
-        with shutdown_on_signals(executor.request_shutdown):
+        with shutdown_on_signals(executor.request_shutdown), ticking(display):
             return start()
     except RunFilesError:
         display.finish()  # end the progress line before the error is printed
@@ -207,7 +227,10 @@ def _execute(
 
 def _display(fsm: FSMLoop, options: RunOptions) -> ProgressDisplay:
     return ProgressDisplay(
-        max_iterations=fsm.max_iterations, verbose=options.verbose, enabled=not options.quiet
+        max_iterations=fsm.max_iterations,
+        verbose=options.verbose,
+        enabled=not options.quiet,
+        live=sys.stdout.isatty(),  # the running action's time, redrawn in place
     )
 
 
@@ -235,30 +258,6 @@ def _resume_header(saved: LoopState, fsm: FSMLoop) -> list[str]:
     return [*lines, f"Max iterations: {fsm.max_iterations}", ""]
 
 
-def _report(
-    result: ExecutionResult,
-    fsm: FSMLoop,
-    loop_arg: str,
-    display: ProgressDisplay,
-    options: RunOptions,
-) -> int:
-    display.finish()
-    summary = summarize(result, fsm, loop_arg)
-    to_stdout = not options.quiet and not display.broken_pipe
-    if to_stdout:
-        write_line()
-    if summary.is_problem:  # never hidden, not even by --quiet
-        for line in summary.lines:
-            write_error_line(line)
-    elif to_stdout:
-        for line in summary.lines:
-            write_line(line)
-    elif not display.broken_pipe:
-        for line in summary.essential:  # --quiet: only what the user needs to go on
-            write_line(line)
-    return exit_code_for(result.terminated_by)
-
-
 def _start_background(
     path: Path,
     fsm: FSMLoop,
@@ -266,6 +265,8 @@ def _start_background(
     *,
     command: str = "run",
     from_history: bool = False,
+    follow: bool = False,
+    loop_arg: str = "",
 ) -> int:
     args = [str(path)]
     if from_history:
@@ -295,6 +296,10 @@ def _start_background(
         pid = start_detached(args, log_path, command=command)
     logger = Logger(quiet=options.quiet)
     logger.success(f"Started {fsm.name} in the background (pid {pid})")
+    if follow:
+        from little_loops.cli.cmd_watch import watch_command
+
+        return watch_command(loop_arg or str(path), verbose=options.verbose, started_pid=pid)
     if not options.quiet:
         write_line(f"  log:    {log_path}")
         write_line(f"  status: ll-loop status {fsm.name}")

@@ -14,17 +14,23 @@ pytset: command not found`); a reason the verdict line does not carry gets its o
 (`! reason`, e.g. `Action cancelled`); a handoff (and its continuation with `on_handoff:
 continue`), a git checkpoint, a backoff wait (`waiting 1s`), a maintain loop's restart
 (`[2/5] done: maintain -> check`) and a state skipped for `max_visits` are shown, and with
-`--verbose` the action's output lines appear as they are produced.
+`--verbose` the action's output lines appear as they are produced. On a terminal
+(`live`), the running action's line shows the time spent so far (see `live_line`).
+
+Times come from `clock` when the events are seen as they happen (`run`); `ll-loop watch`,
+which reads the events afterwards, takes them from the events' own timestamps (`event_time`).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from little_loops.cli.live_line import ActivityLine
 from little_loops.cli.output import GREEN, RED, paint, silence_stdout, write_line
 
 INDENT = " " * 7
@@ -45,10 +51,26 @@ def one_line(text: object) -> str:
 class ProgressDisplay:
     """Event callback (and output-line callback) that prints progress as it happens."""
 
-    def __init__(self, *, max_iterations: int, verbose: bool = False, enabled: bool = True):
+    def __init__(
+        self,
+        *,
+        max_iterations: int,
+        verbose: bool = False,
+        enabled: bool = True,
+        live: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+        event_time: Callable[[dict[str, Any]], float] | None = None,
+    ):
         self.max_iterations = max_iterations
         self.verbose = verbose
         self.enabled = enabled
+        self.live = live and enabled
+        self.clock = clock
+        self.event_time = event_time
+        self.activity = ActivityLine(INDENT)
+        # Events, output lines and the ticker come from different threads.
+        self._lock = threading.RLock()
+        self._open_text = ""
         self.preamble: list[str] = []
         self.broken_pipe = False
         self._line_open = False
@@ -64,7 +86,8 @@ class ProgressDisplay:
             return
         name = str(event.get("event"))
         handler = _HANDLERS.get(name)
-        with self._stdout_guard():
+        with self._lock, self._stdout_guard():
+            self._erase_activity()
             self._print_preamble()
             if name != "evaluate":
                 self._print_action_error()
@@ -74,7 +97,9 @@ class ProgressDisplay:
     def on_output_line(self, line: str) -> None:
         """One line of an action's output, shown only with `--verbose`."""
         if self.enabled and self.verbose:
-            with self._stdout_guard():
+            with self._lock, self._stdout_guard():
+                self._erase_activity()
+                self.activity.output_arrived(self.clock())
                 self._finish_line()
                 write_line(f"{INDENT}| {line}")
 
@@ -91,8 +116,29 @@ class ProgressDisplay:
     def finish(self) -> None:
         """End an open line (call before printing anything else)."""
         if self.enabled:
-            self._print_preamble()
-            self._finish_line()
+            with self._lock:
+                self.activity.stop()
+                self._erase_activity()
+                self._print_preamble()
+                self._finish_line()
+
+    def tick(self) -> None:
+        """Redraw the running action's time (a terminal only; called by `live_line.ticking`)."""
+        if not (self.enabled and self.live):
+            return
+        with self._lock, self._stdout_guard():
+            text = self.activity.redraw(self.clock(), line_open=self._line_open)
+            if text:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+
+    def _erase_activity(self) -> None:
+        text = self.activity.erase() if self.live else ""
+        if text:
+            sys.stdout.write(text)
+
+    def _time_of(self, event: dict[str, Any]) -> float:
+        return self.event_time(event) if self.event_time is not None else self.clock()
 
     def _print_preamble(self) -> None:
         # Printed lazily so that a refused resume prints nothing but its reason.
@@ -105,6 +151,7 @@ class ProgressDisplay:
         sys.stdout.write(text)
         sys.stdout.flush()
         self._line_open = True
+        self._open_text = text
 
     def _finish_line(self) -> None:
         if self._line_open:
@@ -112,17 +159,26 @@ class ProgressDisplay:
             self._line_open = False
 
     def _state_enter(self, event: dict[str, Any]) -> None:
-        self._state_started = time.monotonic()
+        self._state_started = self._time_of(event)
         iteration = event.get("iteration", "?")
         self._iteration = iteration if isinstance(iteration, int) else 0
         self._open_line(f"[{iteration}/{self.max_iterations}] {event.get('state', '?')}")
 
     def _action_start(self, event: dict[str, Any]) -> None:
-        # Ends the line opened by `state_enter`.
-        self._line_open = False
-        write_line(f" -> {shorten(one_line(event.get('action', '')), ACTION_WIDTH)}")
+        # Ends the line opened by `state_enter` (on a terminal: once the action ends, so
+        # that its time can be shown on it meanwhile).
+        text = f" -> {shorten(one_line(event.get('action', '')), ACTION_WIDTH)}"
+        if not (self.live and self._line_open):
+            self._line_open = False
+            write_line(text)
+            return
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        self._open_text += text
+        self.activity.start(self._open_text, self._time_of(event))
 
     def _action_complete(self, event: dict[str, Any]) -> None:
+        self.activity.stop()
         if event.get("error"):
             self._action_error = one_line(event["error"])
         exit_code = event.get("exit_code")
@@ -175,7 +231,7 @@ class ProgressDisplay:
             where = f"{event.get('from', '?')} used up max_visits"
             write_line(f"{INDENT}{where} -> {event.get('to', '?')}")
             return
-        spent = time.monotonic() - self._state_started
+        spent = self._time_of(event) - self._state_started
         stalled = "stalled, on_stall " if event.get("reason") == "stalled" else ""
         write_line(f"{INDENT}{stalled}-> {event.get('to', '?')} ({spent:.1f}s)")
 

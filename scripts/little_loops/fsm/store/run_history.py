@@ -103,7 +103,7 @@ def latest_unfinished_run(loops_dir: Path, loop_name: str) -> Path | None:
         folders = [path for path in parent.iterdir() if path.is_dir()]
     except OSError:  # no history yet (or unreadable: nothing we can bring back)
         return None
-    for folder in sorted(folders, key=_folder_order, reverse=True):
+    for folder in sorted(folders, key=folder_order, reverse=True):
         if archived_status(folder, loop_name) in UNFINISHED_STATUSES:
             return folder
     return None
@@ -128,7 +128,7 @@ def restore_archived_run(persistence: StatePersistence, folder: Path) -> None:
     folder.rmdir()
 
 
-def _folder_order(folder: Path) -> tuple[str, int]:
+def folder_order(folder: Path) -> tuple[str, int]:
     """`<stamp>` before `<stamp>-2` before `<stamp>-10` (see `_new_folder`)."""
     stamp, _, number = folder.name.partition("-")
     return stamp, int(number) if number.isdigit() else 1

@@ -1,0 +1,119 @@
+"""`ll-loop history <loop>`: what a run did, as readable lines or as its raw events.
+
+By default one readable line per state visit (see `history_lines`), the last `--tail` (50;
+0: all) of them; `--state`, `--event` and `--since` choose events (`history_query`).
+`--json` prints the chosen raw events as one array, `--jsonl` one a line, `--raw` the
+reference's lines (`<ts> <event>: {dict}`). `--runs` lists the runs kept in
+`.loops/.history/` and the latest; `--run N` shows run N of that list instead of the latest.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from little_loops.cli.cmd_inspect import history_line
+from little_loops.cli.exit_codes import FAILED, OK
+from little_loops.cli.history_lines import readable_lines
+from little_loops.cli.history_query import EventFilter, states_of
+from little_loops.cli.history_runs import Run, runs_of
+from little_loops.cli.output import Logger, write_line
+from little_loops.cli.resolve import LOOPS_DIR, loop_name_for
+from little_loops.fsm.persistence import StatePersistence
+from little_loops.fsm.store.state_files import parse_event_line, read_last_events
+
+EVENTS_PER_LINE = 8
+"""Events read per readable line asked for (a state visit is about five events), so that
+`--tail 10` reads the end of a long events file only."""
+OUTPUTS = ("lines", "json", "jsonl", "raw")
+
+
+def history_command(
+    loop_arg: str,
+    *,
+    tail: int = 50,
+    output: str = "lines",
+    query: EventFilter | None = None,
+    list_runs: bool = False,
+    run: int | None = None,
+) -> int:
+    """`ll-loop history`; `output` is one of `OUTPUTS`."""
+    name = loop_name_for(loop_arg)
+    persistence = StatePersistence(name, LOOPS_DIR)
+    if list_runs:
+        return _print_runs(runs_of(LOOPS_DIR, persistence.running_dir, name), loop_arg, output)
+    events_file = persistence.events_file
+    if run is not None:
+        chosen = _run_numbered(runs_of(LOOPS_DIR, persistence.running_dir, name), run, loop_arg)
+        if chosen is None:
+            return FAILED
+        events_file = chosen.events_file
+    query = query or EventFilter()
+    events = _read(events_file, tail, output, query)
+    if not events:
+        # The reference's answer for a loop without events, known or not: exit 0.
+        write_line("[]" if output == "json" else f"No history for: {loop_arg}")
+        return OK
+    _print_events(events, tail, output, query)
+    return OK
+
+
+def _read(path: Path, tail: int, output: str, query: EventFilter) -> list[dict[str, Any]]:
+    """All events when a filter needs them; else only the end the output shows."""
+    if query.active or tail == 0:
+        return _read_all(path)
+    return read_last_events(path, tail * EVENTS_PER_LINE if output == "lines" else tail)
+
+
+def _read_all(path: Path) -> list[dict[str, Any]]:
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return []
+    events = (parse_event_line(line) for line in raw.split(b"\n"))
+    return [event for event in events if event is not None]
+
+
+def _print_events(events: list[dict[str, Any]], tail: int, output: str, query: EventFilter) -> None:
+    owners = states_of(events)
+    keep = [query.keep(event, owner) for event, owner in zip(events, owners, strict=True)]
+    if output == "lines":
+        lines = readable_lines(events, keep.__getitem__, fold=not query.events)
+    else:
+        chosen = [event for event, kept in zip(events, keep, strict=True) if kept]
+        if output == "json":
+            write_line(json.dumps(chosen[-tail:] if tail else chosen))
+            return
+        lines = [
+            json.dumps(event) if output == "jsonl" else history_line(event) for event in chosen
+        ]
+    lines = lines[-tail:] if tail else lines
+    if not lines:
+        write_line("No events match" if query.active else "No state visit has ended yet")
+    for line in lines:
+        write_line(line)
+
+
+def _run_numbered(runs: list[Run], number: int, loop_arg: str) -> Run | None:
+    for run in runs:
+        if run.number == number:
+            return run
+    known = f"runs 1-{len(runs)}" if runs else "no runs kept"
+    listing = f"ll-loop history {loop_arg} --runs"
+    Logger().error(f"No run {number} of {loop_arg} ({known}; list them: {listing})")
+    return None
+
+
+def _print_runs(runs: list[Run], loop_arg: str, output: str) -> int:
+    if output in ("json", "jsonl"):
+        items = [run.to_json() for run in runs]
+        for line in [json.dumps(items)] if output == "json" else map(json.dumps, items):
+            write_line(line)
+    elif not runs:
+        write_line(f"No history for: {loop_arg}")
+    else:
+        write_line(f"{'run':>4}  {'started':<8}  {'status':<22} {'iterations':<14} final state")
+        for run in runs:
+            write_line(run.line())
+    return OK

@@ -1,0 +1,144 @@
+"""The readable lines of `ll-loop history`.
+
+One line per state visit, from its `route` event, with what the visit's other events said:
+
+    02:14:07 fix  ✓ success -> test  (41s, $0.12)
+
+(the time the state was entered, in the local zone, with the date when not today; the
+verdict with its mark, and the reason of an `error`; where the run went; how long the visit
+took; the cost when an event of the visit carries one). The events folded into that line
+(`state_enter`, `action_start`, `action_complete`, `evaluate`) are not shown on their own
+unless asked for with `--event`; every other event gets a line of its own:
+`02:14:00 loop_start loop=fix-tests`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from little_loops.cli.display import GOOD_VERDICTS, one_line, shorten
+from little_loops.cli.display import _last_line as last_line
+from little_loops.cli.history_query import event_moment
+from little_loops.cli.output import GREEN, RED, paint
+
+FOLDED = frozenset({"state_enter", "action_start", "action_complete", "evaluate"})
+COST_KEYS = ("cost_usd", "total_cost_usd", "cost")
+VALUE_WIDTH = 60
+REASON_WIDTH = 80
+
+
+@dataclass
+class _Visit:
+    """What the events of the state visit under way said so far."""
+
+    entered: datetime | None = None
+    cost: float = 0.0
+    costed: bool = False
+    verdict: str | None = None
+    error: str | None = None
+
+    def note(self, event: dict[str, Any]) -> None:
+        for key in COST_KEYS:
+            value = event.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.cost += value
+                self.costed = True
+                break
+        kind = event.get("event")
+        if kind == "action_complete":
+            self.error = _action_failure(event)
+        elif kind == "evaluate":
+            self.verdict = str(event.get("verdict", "?"))
+            if event.get("error"):
+                self.error = one_line(event["error"])
+
+
+def _action_failure(event: dict[str, Any]) -> str | None:
+    """Why an action failed, as the progress display says it (`exit code 127: <stderr>`)."""
+    if event.get("error"):
+        return one_line(event["error"])
+    code = event.get("exit_code")
+    if not isinstance(code, int) or code == 0:
+        return None
+    stderr = last_line(event.get("stderr_tail"))
+    return f"exit code {code}: {stderr}" if stderr else f"exit code {code}"
+
+
+def readable_lines(
+    events: list[dict[str, Any]], keep: Callable[[int], bool], *, fold: bool
+) -> list[str]:
+    """The lines for the events whose index `keep` accepts (`fold`: the default view)."""
+    visit, lines = _Visit(), []
+    for index, event in enumerate(events):
+        kind = event.get("event")
+        if kind == "state_enter":
+            visit = _Visit(entered=event_moment(event))
+        visit.note(event)
+        if not keep(index) or (fold and kind in FOLDED):
+            continue
+        lines.append(_route_line(event, visit) if kind == "route" else _event_line(event))
+    return lines
+
+
+def clock_time(moment: datetime | None) -> str:
+    """`02:14:07` in the local zone; with the date in front when it is not today."""
+    if moment is None:
+        return "--:--:--"
+    local = moment.astimezone()
+    if local.date() == datetime.now().astimezone().date():
+        return local.strftime("%H:%M:%S")
+    return local.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _route_line(event: dict[str, Any], visit: _Visit) -> str:
+    left = str(event.get("from", "?"))
+    to = event.get("to", "?")
+    reason = event.get("reason")
+    if reason in ("maintain", "max_visits"):
+        return f"{clock_time(event_moment(event))} {left}  {reason} -> {to}"
+    verdict = str(event.get("verdict") or visit.verdict or "?")
+    good = verdict in GOOD_VERDICTS
+    mark = paint("✓", GREEN, sys.stdout) if good else paint("✗", RED, sys.stdout)
+    said = f" - {shorten(visit.error, REASON_WIDTH)}" if verdict == "error" and visit.error else ""
+    stalled = " (stalled)" if reason == "stalled" else ""
+    started = visit.entered or event_moment(event)
+    return (
+        f"{clock_time(started)} {left}  {mark} {verdict}{said} -> {to}{stalled}"
+        f"  ({_took(started, event_moment(event), visit)})"
+    )
+
+
+def _took(start: datetime | None, end: datetime | None, visit: _Visit) -> str:
+    parts = [_duration((end - start).total_seconds())] if start and end else []
+    if visit.costed:
+        parts.append(f"${visit.cost:.2f}")
+    return ", ".join(parts) or "?"
+
+
+def _duration(seconds: float) -> str:
+    """`0.2s` under 10 seconds, `41s` under a minute, else `2m 34s`."""
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    if seconds < 60:
+        return f"{int(seconds)}s"
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes}m {rest}s"
+
+
+def _event_line(event: dict[str, Any]) -> str:
+    """`<time> <event> key=value ...` (long values cut, line breaks folded)."""
+    rest = " ".join(
+        f"{key}={_value(value)}" for key, value in event.items() if key not in ("event", "ts")
+    )
+    head = f"{clock_time(event_moment(event))} {event.get('event', '?')}"
+    return f"{head} {rest}" if rest else head
+
+
+def _value(value: object) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return shorten(one_line(text), VALUE_WIDTH)
