@@ -189,3 +189,10 @@ def test_which_evaluators_need_host_io(
 def test_the_default_judgement_needs_the_host_only_for_the_llm_check() -> None:
     assert needs_host_io(None, True) is False
     assert needs_host_io(None, False, llm_by_default=True) is True
+
+
+def test_a_result_before_any_request_is_refused() -> None:
+    core = RunCore(load_loop(HELLO), clock=FakeClock())
+    with pytest.raises(RuntimeError, match="before next_request"):
+        core.submit("nothing was asked")
+    assert isinstance(core.next_request(), RunAction)  # the run still starts cleanly

@@ -113,7 +113,8 @@ class RunCore:
 
     def submit(self, result: Any = None) -> None:
         """The result of the current request (see each request for its type)."""
-        self.next_request()
+        if self._request is None:
+            raise RuntimeError("submit() before next_request(): there is no request yet")
         self._request = self._steps.send(result)
 
     def request_shutdown(self) -> None:
@@ -175,7 +176,8 @@ class RunCore:
                 if ending is None:
                     continue  # nothing ran: no backoff before the state it went to
             else:
-                ending = yield from self._enter(sc, state)
+                self._enter(state)
+                ending = yield from self._run_state(sc, state)
             if ending is not None:
                 return ending
             seconds = self._backoff_seconds()
@@ -183,13 +185,12 @@ class RunCore:
                 self._emit("backoff", seconds=seconds)  # addition: so the wait can be shown
                 yield Sleep(seconds)
 
-    def _enter(self, sc: StepContext, state: StateConfig) -> _Sub:
+    def _enter(self, state: StateConfig) -> None:
         cursor = self.cursor
         cursor.iteration += 1
         self.guards.visits.enter(cursor.current_state)
         cursor.redirected.clear()
         self._emit("state_enter", state=cursor.current_state, iteration=cursor.iteration)
-        return (yield from self._run_state(sc, state))
 
     def _stop_reason(self, state: StateConfig) -> str | None:
         if self.shutdown_requested:
