@@ -1,8 +1,9 @@
 """One state's action: its text, its timeout, the runner call, its events and capture.
 
-`run_action` interpolates the action (delivering a continued or resumed handoff's prompt
-to its slash command once), emits `action_start`/`action_complete`, runs it through the
-executor's `ActionRunner` with the signal scan and output callback attached, stores the
+`prepare_action` interpolates the action (delivering a continued or resumed handoff's
+prompt to its slash command once), emits `action_start` and returns the `RunAction`
+request; the driver runs it (`call_runner`: through an `ActionRunner`, with the signal
+scan and output callback attached); `complete_action` emits `action_complete`, stores the
 capture in the run's cursor, and returns the `Step` the evaluation continues with.
 """
 
@@ -14,6 +15,7 @@ from typing import Any, Protocol, cast
 
 from little_loops.fsm.engine.context import ActionRunner, StepContext
 from little_loops.fsm.engine.guards import stderr_tail
+from little_loops.fsm.engine.requests import RunAction
 from little_loops.fsm.engine.step_result import Step, error_step, log_key
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
 from little_loops.fsm.process.output_files import action_log_name
@@ -21,7 +23,14 @@ from little_loops.fsm.process.runner import ActionResult, is_slash_command
 from little_loops.fsm.schema import StateConfig
 from little_loops.fsm.signal_detector import DetectedSignal, SignalScan
 
-__all__ = ["DEFAULT_ACTION_TIMEOUT", "StreamingRunner", "call_runner", "is_slash", "run_action"]
+__all__ = [
+    "DEFAULT_ACTION_TIMEOUT",
+    "StreamingRunner",
+    "call_runner",
+    "complete_action",
+    "is_slash",
+    "prepare_action",
+]
 
 DEFAULT_ACTION_TIMEOUT = 120
 
@@ -43,24 +52,37 @@ class StreamingRunner(Protocol):
     ) -> ActionResult: ...
 
 
-def run_action(sc: StepContext, state: StateConfig, ctx: InterpolationContext) -> Step:
-    """Run `state`'s action; failures become the `error` verdict."""
+def prepare_action(
+    sc: StepContext, state: StateConfig, ctx: InterpolationContext
+) -> RunAction | Step:
+    """The request that runs `state`'s action (`action_start` emitted), or the `error`
+    step when its text cannot be interpolated."""
     assert state.action
     try:
         action = _action_text(sc, state, ctx)
     except InterpolationError as exc:
         return error_step(f"Cannot interpolate action: {exc}")
     sc.emit("action_start", action=action)
-    slash = is_slash(state, action)
-    limit = state.timeout or DEFAULT_ACTION_TIMEOUT
-    timeout = _action_timeout(sc, limit)
+    timeout = _action_timeout(sc, state.timeout or DEFAULT_ACTION_TIMEOUT)
     scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
-    result = call_runner(sc.runner, action, timeout, slash, scan, sc.output_callback, _log_path(sc))
+    return RunAction(action, timeout, is_slash(state, action), scan, _log_path(sc))
+
+
+def complete_action(
+    sc: StepContext, state: StateConfig, request: RunAction, result: ActionResult
+) -> Step:
+    """What the action `request` ran produced: `action_complete`, the capture, the signal
+    acted on; a failure to run becomes the `error` verdict."""
+    scan = request.scan
+    if scan is not None and scan.lines == 0:
+        # A runner that does not stream (or streamed nothing): scan what it returned.
+        scan.feed_text(result.output)
     sc.emit("action_complete", **_completed_keys(result))
     if state.capture:
         sc.cursor.captured[state.capture] = _capture(result)
-    step = Step(action=result, slash=slash, signal=_acted_on(sc, scan))
-    step.cut_by_loop_timeout = result.timed_out and timeout < limit
+    step = Step(action=result, slash=request.slash, signal=_acted_on(sc, scan))
+    limit = state.timeout or DEFAULT_ACTION_TIMEOUT
+    step.cut_by_loop_timeout = result.timed_out and request.timeout < limit
     if result.error is not None:
         step.verdict, step.details = "error", {"error": result.error}
     return step
@@ -156,9 +178,6 @@ def call_runner(
         result = _run_streaming(streaming, action, timeout, slash, scan, output_callback, log_path)
     else:
         result = runner.run(action, timeout=timeout, is_slash_command=slash)
-    if scan is not None and scan.lines == 0:
-        # A runner that does not stream (or streamed nothing): scan what it returned.
-        scan.feed_text(result.output)
     return result
 
 

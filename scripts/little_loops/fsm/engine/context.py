@@ -94,12 +94,11 @@ class RunCursor:
 
 @dataclass
 class StepContext:
-    """The run as the steps of a state see it (built by the executor for each state)."""
+    """The run as the steps of a state see it (built by the run core for each run)."""
 
     fsm: FSMLoop
     cursor: RunCursor
     guards: RunGuards
-    runner: ActionRunner
     emit: Callable[..., None]  # emit(name, **payload): one event
     elapsed_ms: Callable[[], int]  # time spent on the loop (resumed runs included)
     env: Mapping[str, str] | None = None  # `${env.X}`; None: the process environment

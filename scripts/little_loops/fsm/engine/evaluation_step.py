@@ -16,19 +16,48 @@ from little_loops.fsm.engine.context import StepContext
 from little_loops.fsm.engine.step_result import Step, full_output_log, log_key
 from little_loops.fsm.evaluators import evaluate, evaluate_exit_code, evaluate_llm_structured
 from little_loops.fsm.interpolation import InterpolationContext
+from little_loops.fsm.judging.host_io import needs_host_io
 from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import LLMConfig, StateConfig
 
-__all__ = ["evaluate_step", "judge", "prev_result_of"]
+__all__ = [
+    "evaluate_step",
+    "judge",
+    "judging_needs_host_io",
+    "needs_judgement",
+    "prev_result_of",
+]
 
 # Event keys an evaluator's details may not overwrite in the `evaluate` event.
 _RESERVED_EVENT_KEYS = ("event", "ts", "type", "verdict")
 
 
+def needs_judgement(state: StateConfig, step: Step) -> bool:
+    """Whether `evaluate_step` will call an evaluator for `step`."""
+    if step.verdict is not None or state.next:
+        return False
+    return state.evaluate is not None or step.action is not None
+
+
+def judging_needs_host_io(state: StateConfig, step: Step, llm: LLMConfig) -> bool:
+    """Whether judging `step` needs host I/O (see `judging.host_io`)."""
+    action = step.action
+    truncated = action is not None and full_output_log(action) is not None
+    return needs_host_io(state.evaluate, truncated, llm_by_default=step.slash and llm.enabled)
+
+
 def evaluate_step(
-    sc: StepContext, state: StateConfig, ctx: InterpolationContext, step: Step
+    sc: StepContext,
+    state: StateConfig,
+    ctx: InterpolationContext,
+    step: Step,
+    judgement: tuple[str, dict[str, Any]] | None = None,
 ) -> Step:
-    """Fill in the verdict (unless the action already failed); update prev and result."""
+    """Fill in the verdict (unless the action already failed); update prev and result.
+
+    `judgement`: the verdict and details already judged by the driver (host I/O); None:
+    judge here.
+    """
     cursor = sc.cursor
     if step.verdict is None:
         if state.next:
@@ -37,7 +66,9 @@ def evaluate_step(
             cursor.prev_result = prev_result_of(step, cursor.current_state)
             step.verdict = "success"  # a decision state with nothing to judge
             return step
-        step.verdict, step.details = judge(state, ctx, step, sc.fsm.llm)
+        if judgement is None:
+            judgement = judge(state, ctx, step, sc.fsm.llm)
+        step.verdict, step.details = judgement
     if not state.next:
         cursor.prev_result = prev_result_of(step, cursor.current_state)
     cursor.last_result = {"verdict": step.verdict, "details": step.details}

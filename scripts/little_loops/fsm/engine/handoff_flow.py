@@ -4,8 +4,8 @@ The handoff is counted and announced (`handoff_detected`). Past `max_continuatio
 run ends without continuing (`continuations_exhausted`); with `on_handoff: continue` the
 same state runs again next with the continuation prompt (`handoff_continued`); otherwise
 the run ends with `terminated_by="handoff"` after the `HandoffHandler` (if any) paused or
-spawned. The flow moves the cursor's handoff fields and returns the `Ending` when the run
-ends; the executor ends it.
+spawned (the core's `HandOff` request). The flow moves the cursor's handoff fields and
+returns the `Ending` when the run ends; the core ends it.
 """
 
 from __future__ import annotations
@@ -37,10 +37,8 @@ def handle_handoff(sc: StepContext, signal: DetectedSignal) -> Ending | None:
     if handoff_behavior(handler, sc.fsm.on_handoff) is HandoffBehavior.CONTINUE:
         _continue_after_handoff(sc, payload)
         return None
-    if handler is None:
-        return Ending("handoff", continuation_prompt=payload)
-    handled = handler.handle(sc.fsm.name, payload)
-    return Ending("handoff", handled.error, continuation_prompt=payload, handoff_result=handled)
+    # With a handler the core asks its driver to hand the run off (`HandOff`), then ends.
+    return Ending("handoff", continuation_prompt=payload)
 
 
 def handoff_behavior(handler: HandoffHandler | None, on_handoff: str) -> HandoffBehavior:

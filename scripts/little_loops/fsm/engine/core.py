@@ -1,0 +1,325 @@
+"""The run core: every decision of a run, as code that does no I/O.
+
+`RunCore` decides which state runs next, applies the limits and guards, acts on signals,
+routes and emits the events; everything that touches the host it asks for as a request
+(`requests`): run an action, judge with host I/O, checkpoint, sleep, hand off. A driver
+loops `request = core.next_request()` / `core.submit(result)` until the request is a
+`Finish`, which carries the run's `ExecutionResult`.
+
+`FSMExecutor` drives it synchronously; another engine can drive the same core from async
+code (await the I/O, then submit). The core reads time only from the injected clock and
+`${env.X}` from the injected environment; events go to the callback as they happen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Generator, Mapping
+from pathlib import Path
+from typing import Any
+
+from little_loops.fsm.engine.action_step import complete_action, prepare_action
+from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor, StepContext, iso_time
+from little_loops.fsm.engine.evaluation_step import (
+    evaluate_step,
+    judging_needs_host_io,
+    needs_judgement,
+)
+from little_loops.fsm.engine.handoff_flow import handle_handoff
+from little_loops.fsm.engine.requests import (
+    Checkpoint,
+    EvaluateWithIO,
+    Finish,
+    HandOff,
+    Request,
+    RunAction,
+    Sleep,
+)
+from little_loops.fsm.engine.routing_step import (
+    leave_over_visited,
+    leave_stalled,
+    maintain_restart,
+    route_after_step,
+)
+from little_loops.fsm.engine.run_events import (
+    EventCallbackError,
+    checkpoint_keys,
+    completion_keys,
+    deliver,
+    ignore_event,
+)
+from little_loops.fsm.engine.run_guards import RunGuards
+from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step, step_ending
+from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
+from little_loops.fsm.schema import FSMLoop, StateConfig
+from little_loops.fsm.signal_detector import SignalDetector
+
+__all__ = ["RunCore"]
+
+# What the core's generator yields, and what it is sent back.
+_Steps = Generator[Request, Any, None]
+_Sub = Generator[Request, Any, Ending | None]
+
+
+class RunCore:
+    """One run of `fsm`, as requests to its driver (see the module docstring).
+
+    `cursor` and `guards` are the run's position and guards (a resumed run passes its
+    own); `stop_requested` tells whether a shutdown was asked for (also
+    `request_shutdown()`); `checkpoints` whether to ask for `Checkpoint`s;
+    `handoff_handler` only decides what a handoff does (its `behavior`): the handing off
+    itself is the `HandOff` request.
+    """
+
+    def __init__(
+        self,
+        fsm: FSMLoop,
+        *,
+        clock: Clock,
+        cursor: RunCursor | None = None,
+        guards: RunGuards | None = None,
+        emit: EventCallback | None = None,
+        env: Mapping[str, str] | None = None,
+        signal_detector: SignalDetector | None = None,
+        handoff_handler: HandoffHandler | None = None,
+        log_dir: Path | None = None,
+        checkpoints: bool = False,
+        stop_requested: Callable[[], bool] | None = None,
+    ) -> None:
+        self.fsm = fsm
+        self.clock = clock
+        self.cursor = cursor if cursor is not None else RunCursor(fsm.initial)
+        self.guards = guards if guards is not None else RunGuards(fsm)
+        self._callback: EventCallback = emit or ignore_event
+        self._env = env
+        self._signal_detector = signal_detector
+        self._handoff_handler = handoff_handler
+        self._log_dir = log_dir
+        self._checkpoints = checkpoints
+        self._stop_requested = stop_requested
+        self._stopping = False
+        self._clock_start = clock.monotonic()
+        self._elapsed_before_ms = 0
+        self._steps: _Steps = self._run()
+        self._request: Request | None = None
+
+    # -- the driver's side --------------------------------------------------------------
+
+    def next_request(self) -> Request:
+        """What the driver does next (the same request until it submits a result)."""
+        if self._request is None:
+            self._request = next(self._steps)
+        return self._request
+
+    def submit(self, result: Any = None) -> None:
+        """The result of the current request (see each request for its type)."""
+        if self._request is None:
+            raise RuntimeError("submit() before next_request(): there is no request yet")
+        self._request = self._steps.send(result)
+
+    def request_shutdown(self) -> None:
+        """Stop soon (see `FSMExecutor.request_shutdown`)."""
+        self._stopping = True
+
+    @property
+    def shutdown_requested(self) -> bool:
+        stop = self._stop_requested
+        return self._stopping or (stop is not None and stop())
+
+    def elapsed_ms(self) -> int:
+        """Milliseconds spent on this loop, earlier runs of a resumed loop included."""
+        return self._elapsed_before_ms + int((self.clock.monotonic() - self._clock_start) * 1000)
+
+    def finish_after_crash(self, exc: Exception) -> ExecutionResult:
+        """End the run after a driver's collaborator or the event callback raised."""
+        message = (
+            str(exc) if isinstance(exc, EventCallbackError) else f"{type(exc).__name__}: {exc}"
+        )
+        result = self._result("error", message)
+        with contextlib.suppress(EventCallbackError):  # the callback is what failed
+            self._emit("loop_complete", **completion_keys(result))
+        return result
+
+    # -- the run ------------------------------------------------------------------------
+
+    def _run(self) -> _Steps:
+        self._start()
+        self._emit("loop_start", loop=self.fsm.name)
+        ending = yield from self._loop()
+        assert ending is not None
+        yield Finish(ending, self._finish(ending))
+
+    def _start(self) -> None:
+        """A resumed run (its cursor has `started_at` and `start_time_ms`) keeps its
+        first start, and its loop clock counts the time already spent."""
+        wall = self.clock.wall()
+        now_ms = int(wall * 1000)
+        cursor = self.cursor
+        cursor.start_time_ms = cursor.start_time_ms or now_ms
+        self._elapsed_before_ms = max(now_ms - cursor.start_time_ms, 0)
+        self._clock_start = self.clock.monotonic()  # durations from here on are monotonic
+        cursor.started_at = cursor.started_at or iso_time(wall)
+
+    def _loop(self) -> _Sub:
+        sc = self._step_context()  # the collaborators are fixed for the run
+        while True:
+            state = self.fsm.states.get(self.cursor.current_state)
+            if state is None:
+                return Ending("error", f"State '{self.cursor.current_state}' is not in the loop")
+            reason = self._stop_reason(state)
+            if reason is not None:
+                return Ending(reason)
+            if state.terminal:
+                ending = maintain_restart(sc, state)
+            elif not self.guards.may_enter(self.cursor.current_state, state):
+                ending = leave_over_visited(sc, state)
+                if ending is None:
+                    continue  # nothing ran: no backoff before the state it went to
+            else:
+                self._enter(state)
+                ending = yield from self._run_state(sc, state)
+            if ending is not None:
+                return ending
+            seconds = self._backoff_seconds()
+            if seconds is not None:
+                self._emit("backoff", seconds=seconds)  # addition: so the wait can be shown
+                yield Sleep(seconds)
+
+    def _enter(self, state: StateConfig) -> None:
+        cursor = self.cursor
+        cursor.iteration += 1
+        self.guards.visits.enter(cursor.current_state)
+        cursor.redirected.clear()
+        self._emit("state_enter", state=cursor.current_state, iteration=cursor.iteration)
+
+    def _stop_reason(self, state: StateConfig) -> str | None:
+        if self.shutdown_requested:
+            return "signal"
+        if state.terminal and not self.fsm.maintain:
+            return "terminal"  # even when this was the last allowed iteration
+        if self.cursor.iteration >= self.fsm.max_iterations:
+            return "max_iterations"
+        if self._loop_timed_out():
+            return "timeout"
+        return None
+
+    def _run_state(self, sc: StepContext, state: StateConfig) -> _Sub:
+        """Execute one state; return how the run ends when it ends here."""
+        ctx = sc.interpolation()
+        step = Step()
+        if state.action:
+            prepared = prepare_action(sc, state, ctx)
+            if isinstance(prepared, RunAction):
+                step = complete_action(sc, state, prepared, (yield prepared))
+            else:
+                step = prepared
+            ending = self._end_after_action(step)
+            if ending is not None:
+                return ending
+        judgement = None
+        if needs_judgement(state, step) and judging_needs_host_io(state, step, self.fsm.llm):
+            judgement = yield EvaluateWithIO(state, ctx, step, self.fsm.llm)
+        evaluate_step(sc, state, ctx, step, judgement)
+        handoff = step.signal_of("handoff")
+        if step.action is not None and self._checkpoints:
+            yield from self._checkpoint("handoff" if handoff else "iteration")
+        cursor = self.cursor
+        stall = self.guards.note_ending(cursor.current_state, cursor.iteration, step_ending(step))
+        if stall is not None:
+            return leave_stalled(sc, stall)
+        if handoff is not None:
+            return (yield from self._hand_off(sc, handoff))
+        return route_after_step(sc, state, ctx, step)
+
+    def _checkpoint(self, reason: str) -> Generator[Request, Any, None]:
+        """Commit the work of the state that just ran (`checkpoint: git`)."""
+        cursor = self.cursor
+        result = yield Checkpoint(cursor.current_state, cursor.iteration, reason)
+        keys = checkpoint_keys(result, reason)
+        if keys is not None:
+            self._emit("checkpoint", state=cursor.current_state, iteration=cursor.iteration, **keys)
+
+    def _hand_off(self, sc: StepContext, signal: Any) -> _Sub:
+        """A handoff: continue, or end the run, handed to the handler when there is one."""
+        ending = handle_handoff(sc, signal)
+        if ending is None or ending.exhausted or self._handoff_handler is None:
+            return ending
+        handled: HandoffResult = yield HandOff(self.fsm.name, ending.continuation_prompt)
+        return Ending(
+            "handoff",
+            handled.error,
+            continuation_prompt=ending.continuation_prompt,
+            handoff_result=handled,
+        )
+
+    def _end_after_action(self, step: Step) -> Ending | None:
+        # Only an action the shutdown cut off ends the run here (it runs again on resume).
+        # One that finished on its own is evaluated and routed as usual; the run then
+        # stops at the next state (see `_stop_reason`), so its work is kept.
+        if self.shutdown_requested and step.action is not None and step.action.cancelled:
+            return Ending("signal")
+        if step.cut_by_loop_timeout:
+            return Ending("timeout")
+        if step.signal is not None and step.signal.signal_type == "error":
+            message = step.signal.payload or step.signal.raw_match
+            stderr = step.action.stderr if step.action else ""
+            cursor = self.cursor
+            self.guards.note_fatal_error(cursor.current_state, cursor.iteration, message, stderr)
+            return Ending("error", message)
+        return None
+
+    # -- ending ------------------------------------------------------------------------
+
+    def _finish(self, ending: Ending) -> ExecutionResult:
+        result = self._result(ending.terminated_by, ending.error)
+        result.handoff = ending.terminated_by == "handoff"
+        result.continuation_prompt = ending.continuation_prompt
+        result.stop_reason = ending.stop_reason
+        result.continuations_exhausted = ending.exhausted
+        self._emit("loop_complete", **completion_keys(result))
+        return result
+
+    def _result(self, terminated_by: str, error: str | None) -> ExecutionResult:
+        cursor = self.cursor
+        return ExecutionResult(
+            final_state=cursor.current_state,
+            iterations=cursor.iteration,
+            terminated_by=terminated_by,
+            duration_ms=self.elapsed_ms(),
+            captured=cursor.captured,
+            error=error,
+            errors=self.guards.errors.to_list(),
+        )
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _emit(self, name: str, **payload: Any) -> None:
+        deliver(self._callback, name, payload, iso_time(self.clock.wall()))
+
+    def _step_context(self) -> StepContext:
+        return StepContext(
+            fsm=self.fsm,
+            cursor=self.cursor,
+            guards=self.guards,
+            emit=self._emit,
+            elapsed_ms=self.elapsed_ms,
+            env=self._env,
+            signal_detector=self._signal_detector,
+            handoff_handler=self._handoff_handler,
+            log_dir=self._log_dir,
+        )
+
+    def _loop_timed_out(self) -> bool:
+        return bool(self.fsm.timeout) and self.elapsed_ms() > (self.fsm.timeout or 0) * 1000
+
+    def _backoff_seconds(self) -> float | None:
+        """How long to wait before the next state (`backoff`); None: do not wait."""
+        seconds = self.fsm.backoff or 0
+        target = self.fsm.states.get(self.cursor.current_state)
+        if seconds <= 0 or self.shutdown_requested or (target is not None and target.terminal):
+            return None
+        if self.cursor.iteration >= self.fsm.max_iterations:
+            return None  # the run ends at the next check; do not make it wait
+        if self.fsm.timeout:
+            seconds = min(seconds, max(self.fsm.timeout - self.elapsed_ms() / 1000, 0))
+        return seconds

@@ -1,0 +1,90 @@
+"""What the run core asks its driver to do (`core.RunCore`), one request at a time.
+
+Each request is a small frozen value; the driver does the I/O it names and submits the
+result the request's docstring gives (None where there is nothing to return). `Finish` is
+the last request of a run: it carries the run's result and asks for nothing back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step
+from little_loops.fsm.interpolation import InterpolationContext
+from little_loops.fsm.schema import LLMConfig, StateConfig
+from little_loops.fsm.signal_detector import SignalScan
+
+__all__ = [
+    "Checkpoint",
+    "EvaluateWithIO",
+    "Finish",
+    "HandOff",
+    "Request",
+    "RunAction",
+    "Sleep",
+]
+
+
+@dataclass(frozen=True)
+class RunAction:
+    """Run one action; submit its `ActionResult`.
+
+    `scan` (when signals are watched) may be fed with the output as it streams; what it
+    did not see the core scans from the result. `log_path`: where a runner that keeps
+    logs writes the whole stdout.
+    """
+
+    action: str
+    timeout: float
+    slash: bool
+    scan: SignalScan | None = None
+    log_path: Path | None = None
+
+
+@dataclass(frozen=True)
+class EvaluateWithIO:
+    """Judge a state whose evaluator needs the host (the LLM judge, a file, a log);
+    submit `(verdict, details)` from `evaluation_step.judge(state, ctx, step, llm)`."""
+
+    state: StateConfig
+    ctx: InterpolationContext
+    step: Step
+    llm: LLMConfig
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Save the project's work (`checkpoint: git`); submit the `CheckpointResult`."""
+
+    state: str
+    iteration: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Sleep:
+    """Wait `seconds` (backoff) unless a shutdown cuts it short; submit None."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class HandOff:
+    """Give a handoff to the `HandoffHandler` (pause or spawn); submit its `HandoffResult`."""
+
+    loop_name: str
+    continuation: str | None
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The run is over: `result` is what it returns (`loop_complete` was emitted)."""
+
+    ending: Ending
+    result: ExecutionResult
+
+
+Request = RunAction | EvaluateWithIO | Checkpoint | Sleep | HandOff | Finish
+Result = Any
