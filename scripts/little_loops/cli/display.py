@@ -99,7 +99,8 @@ class ProgressDisplay:
         if self.enabled and self.verbose:
             with self._lock, self._stdout_guard():
                 self._erase_activity()
-                self.activity.output_arrived(self.clock())
+                if self.live:  # the time line only waits for quiet on a terminal
+                    self.activity.output_arrived(self.clock())
                 self._finish_line()
                 write_line(f"{INDENT}| {line}")
 
