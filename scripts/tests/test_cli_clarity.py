@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from fixtures.cli_support import (
+    HANDOFF_LOOP,
     SIMPLE_LOOP,
     cli_in_process,
     normalize,
@@ -212,6 +213,21 @@ def test_resume_background_refuses_up_front(tmp_path: Path) -> None:
     refused = run_cli(tmp_path, "resume", "simple", "--background")
     assert (refused.returncode, refused.stdout) == (1, "")
     assert refused.stderr.endswith("] Nothing to resume for: simple\n")
+
+
+def test_resume_background_refuses_a_changed_loop_file_before_detaching(tmp_path: Path) -> None:
+    """The same check as a resume here (the saved state must still be in the loop file),
+    made before anything starts: the refusal is seen, not buried in the background log."""
+    write_loop(tmp_path, "handoff", HANDOFF_LOOP)
+    assert run_cli(tmp_path, "handoff").returncode == 3
+    write_loop(tmp_path, "handoff", HANDOFF_LOOP.replace("step", "stride"))
+    refused = run_cli(tmp_path, "resume", "handoff", "--background")
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert normalize(refused.stderr) == (
+        "[T] loop 'handoff' stopped at state 'step', which the loop file no longer has; "
+        "restore state 'step' in the file, then: ll-loop resume handoff\n"
+    )
+    assert not (tmp_path / ".loops/.running/handoff.log").exists()
 
 
 # --- item 16 / issue 10 item 5: history ------------------------------------------------

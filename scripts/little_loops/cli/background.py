@@ -16,7 +16,7 @@ from pathlib import Path
 
 from little_loops.fsm.persistence import RUNNING_DIR, NotResumableError, StatePersistence
 from little_loops.fsm.schema import FSMLoop
-from little_loops.fsm.store.persistent_executor import _refusal as resume_refusal
+from little_loops.fsm.store.persistent_executor import resume_refusal
 
 # The directory that holds the `little_loops` package, so the child can import it even
 # from a source checkout that is not installed.
@@ -55,6 +55,6 @@ def refuse_unresumable(persistence: StatePersistence, fsm: FSMLoop) -> None:
     state = persistence.load_state_checked()
     if state is None:
         raise NotResumableError(f"no saved state for '{fsm.name}'")
-    reason = resume_refusal(state, fsm.max_continuations, persistence.running_dir)
+    reason = resume_refusal(state, fsm, persistence.running_dir)
     if reason is not None:
         raise NotResumableError(reason)

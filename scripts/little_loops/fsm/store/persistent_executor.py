@@ -55,6 +55,7 @@ __all__ = [
     "get_loop_history",
     "is_process_alive",
     "list_running_loops",
+    "resume_refusal",
 ]
 
 # Outputs kept in state files (the tail, behind a marker): a snapshot is rewritten at every
@@ -163,6 +164,13 @@ def _ended_reason(state: LoopState) -> str | None:
     if state.status == "handoff_terminated":
         return f"loop '{name}' ended at a handoff (handoff_terminated)"
     return None
+
+
+def resume_refusal(state: LoopState, fsm: FSMLoop, running_dir: Path) -> str | None:
+    """Why `resume` must refuse the saved run `state` of `fsm`, or None: the one check
+    both a resume here and `resume --background` (before it detaches) make."""
+    reason = _refusal(state, fsm.max_continuations, running_dir)
+    return reason if reason is not None else _loop_mismatch(state, fsm)
 
 
 def _loop_mismatch(state: LoopState, fsm: FSMLoop) -> str | None:
@@ -522,9 +530,7 @@ class PersistentExecutor:
         state = self.persistence.load_state_checked()
         if state is None:
             raise NotResumableError(f"no saved state for '{self.fsm.name}'")
-        reason = _refusal(state, self.fsm.max_continuations, self.persistence.running_dir)
-        if reason is None:
-            reason = _loop_mismatch(state, self.fsm)
+        reason = resume_refusal(state, self.fsm, self.persistence.running_dir)
         if reason is not None:
             raise NotResumableError(reason)
         self._restore(state)
