@@ -26,6 +26,7 @@ from little_loops.fsm.schema import (
     EvaluateConfig,
     FSMLoop,
     LLMConfig,
+    RateLimitConfig,
     RouteConfig,
     StateConfig,
 )
@@ -55,7 +56,7 @@ STATE_KEYS = (
 LOOP_KEYS = (
     "name, initial, states, paradigm, context, scope, max_iterations, backoff, timeout, "
     "maintain, llm, on_handoff, max_continuations, stall_threshold, checkpoint, logs_keep, "
-    "on_stall, progress_paths"
+    "on_stall, progress_paths, max_cost_usd, notify, rate_limit"
 )
 EVALUATE_KEYS = (
     "type, operator, target, tolerance, pattern, negate, path, prompt, schema, "
@@ -171,6 +172,7 @@ def test_allowed_key_lists_follow_the_dataclasses() -> None:
     assert ", ".join(f.name for f in fields(StateConfig)) == STATE_KEYS
     assert ", ".join(f.name for f in fields(EvaluateConfig)) == EVALUATE_KEYS
     assert [f.name for f in fields(LLMConfig)] == ["enabled", "model", "max_tokens", "timeout"]
+    assert [f.name for f in fields(RateLimitConfig)] == ["max_wait", "retries", "continue_session"]
 
 
 @pytest.mark.parametrize(

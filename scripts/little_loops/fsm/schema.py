@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from little_loops.fsm.model.durations import parse_duration
+
 DEFAULT_MAX_ITERATIONS = 50
 DEFAULT_MIN_CONFIDENCE = 0.5
 DEFAULT_DIRECTION = "minimize"
@@ -21,6 +23,8 @@ DEFAULT_LOGS_KEEP = 100
 DEFAULT_LLM_MODEL = "claude-sonnet-4-20250514"
 DEFAULT_LLM_MAX_TOKENS = 256
 DEFAULT_LLM_TIMEOUT = 30
+DEFAULT_LIMIT_MAX_WAIT = 12 * 3600
+DEFAULT_LIMIT_RETRIES = 8
 
 CURRENT_STATE_TOKEN = "$current"
 
@@ -222,6 +226,39 @@ class LLMConfig:
 
 
 @dataclass
+class RateLimitConfig:
+    """Addition (`rate_limit:`): how a run meets Claude's usage and rate limits.
+
+    `max_wait`: the longest one wait for a usage limit to reset (seconds); a reset further
+    off ends the run (`usage_limited`, resumable). `retries`: how many backoffs a state gets
+    for rate limits and overload after claude's own retries. `continue_session`: a state
+    that hit a usage limit continues claude's session (`--resume`) instead of starting over.
+    """
+
+    max_wait: float = DEFAULT_LIMIT_MAX_WAIT
+    retries: int = DEFAULT_LIMIT_RETRIES
+    continue_session: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.max_wait != DEFAULT_LIMIT_MAX_WAIT:
+            out["max_wait"] = self.max_wait
+        if self.retries != DEFAULT_LIMIT_RETRIES:
+            out["retries"] = self.retries
+        if self.continue_session is not True:
+            out["continue_session"] = self.continue_session
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RateLimitConfig:
+        return cls(
+            max_wait=parse_duration(data.get("max_wait", DEFAULT_LIMIT_MAX_WAIT)),
+            retries=data.get("retries", DEFAULT_LIMIT_RETRIES),
+            continue_session=data.get("continue_session", True),
+        )
+
+
+@dataclass
 class FSMLoop:
     """A whole loop: its states, where it starts and its limits."""
 
@@ -250,6 +287,11 @@ class FSMLoop:
     # ending the run, and the files or globs whose changes count as progress.
     on_stall: str | None = None
     progress_paths: list[str] = field(default_factory=list)
+    # Additions (overnight runs): the run's budget in US dollars (None: no budget), the
+    # command told when the run ends or needs someone, and how limits are met.
+    max_cost_usd: float | None = None
+    notify: str | None = None
+    rate_limit: RateLimitConfig = field(default_factory=RateLimitConfig)
 
     def effective_stall_threshold(self) -> int:
         """The stall threshold in force: the loop's own, else 3 for unattended loops.
@@ -292,6 +334,11 @@ class FSMLoop:
         _put_if_set(out, "on_stall", self.on_stall)
         if self.progress_paths:
             out["progress_paths"] = self.progress_paths
+        _put_if_set(out, "max_cost_usd", self.max_cost_usd)
+        _put_if_set(out, "notify", self.notify)
+        rate_limit = self.rate_limit.to_dict()
+        if rate_limit:
+            out["rate_limit"] = rate_limit
         return out
 
     @classmethod
@@ -318,6 +365,9 @@ class FSMLoop:
             logs_keep=data.get("logs_keep"),
             on_stall=data.get("on_stall"),
             progress_paths=data.get("progress_paths", []),
+            max_cost_usd=data.get("max_cost_usd"),
+            notify=data.get("notify"),
+            rate_limit=RateLimitConfig.from_dict(data.get("rate_limit") or {}),
         )
 
     def get_all_state_names(self) -> set[str]:

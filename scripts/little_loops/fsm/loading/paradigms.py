@@ -9,7 +9,8 @@ implementation behind the reference path `little_loops.fsm.compilers`.
 
 Besides the reference behaviour, every compiler carries the loop-level keys `context`,
 `scope`, `llm`, `on_handoff`, `max_continuations`, `stall_threshold`, `checkpoint`,
-`logs_keep` and `progress_paths` (as well as `max_iterations`, `backoff`, `timeout`), and
+`logs_keep`, `progress_paths`, `max_cost_usd`, `notify` and `rate_limit` (as well as
+`max_iterations`, `backoff`, `timeout`), and
 the convergence paradigm accepts `direction` (`minimize` or `maximize`). The `fsm`
 pass-through raises `ValueError` rather than `KeyError` or `AttributeError` for a
 malformed loop. Null values of optional keys count as absent.
@@ -30,6 +31,7 @@ from little_loops.fsm.schema import (
     EvaluateConfig,
     FSMLoop,
     LLMConfig,
+    RateLimitConfig,
     RouteConfig,
     StateConfig,
 )
@@ -91,6 +93,9 @@ def _carried_fields(spec: dict[str, Any], paradigm: str) -> dict[str, Any]:
         "progress_paths": list(
             _require_string_list(_optional(spec, "progress_paths", []), f"{title} 'progress_paths'")
         ),
+        "max_cost_usd": spec.get("max_cost_usd"),
+        "notify": spec.get("notify"),
+        "rate_limit": RateLimitConfig.from_dict(_optional(spec, "rate_limit", {})),
     }
 
 

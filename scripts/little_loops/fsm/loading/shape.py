@@ -17,6 +17,7 @@ from typing import Any
 from little_loops.fsm.loading.value_checks import (
     FieldCheck,
     check_bool,
+    check_duration,
     check_fields,
     check_fraction,
     check_mapping,
@@ -24,6 +25,7 @@ from little_loops.fsm.loading.value_checks import (
     check_non_negative_int,
     check_non_negative_number,
     check_positive_int,
+    check_positive_number,
     check_string,
     check_string_list,
     check_target,
@@ -113,6 +115,13 @@ _LLM_CHECKS: dict[str, FieldCheck] = {
 }
 
 
+_RATE_LIMIT_CHECKS: dict[str, FieldCheck] = {
+    "max_wait": scalar(check_duration),
+    "retries": scalar(check_non_negative_int),
+    "continue_session": scalar(check_bool),
+}
+
+
 def _check_states(value: Any, path: str) -> list[ValidationError]:
     if not isinstance(value, dict):
         message = f"must be a mapping of state names to states, got {describe_value(value)}"
@@ -149,6 +158,9 @@ _LOOP_CHECKS: dict[str, FieldCheck] = {
     "logs_keep": scalar(nullable(check_non_negative_int)),
     "on_stall": _optional_string,
     "progress_paths": check_string_list,
+    "max_cost_usd": scalar(nullable(check_positive_number)),
+    "notify": _optional_string,
+    "rate_limit": mapping_of(_RATE_LIMIT_CHECKS),
 }
 
 

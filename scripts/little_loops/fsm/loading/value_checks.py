@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from little_loops.fsm.model.durations import parse_duration
 from little_loops.fsm.model.findings import ValidationError
 
 ValueCheck = Callable[[Any], "str | None"]
@@ -103,6 +104,20 @@ def check_non_negative_number(value: Any) -> str | None:
     if _is_number(value) and value >= 0:
         return None
     return f"must be a number >= 0, got {describe_value(value)}"
+
+
+def check_positive_number(value: Any) -> str | None:
+    if _is_number(value) and value > 0:
+        return None
+    return f"must be a number > 0, got {describe_value(value)}"
+
+
+def check_duration(value: Any) -> str | None:
+    try:
+        parse_duration(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def check_fraction(value: Any) -> str | None:
