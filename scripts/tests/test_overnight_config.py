@@ -25,19 +25,28 @@ def test_the_keys_are_accepted_and_round_trip() -> None:
     data = loop(
         max_cost_usd=2.5,
         notify="notify-send ll-loop",
-        rate_limit={"max_wait": "1h30m", "retries": 3, "continue_session": False},
+        rate_limit={
+            "max_wait": "1h30m",
+            "retries": 3,
+            "continue_session": False,
+            "first_backoff": "5s",
+        },
     )
     assert shape(data) == []
     fsm = FSMLoop.from_dict(data)
     assert validate_fsm(fsm) == []
-    assert fsm.rate_limit == RateLimitConfig(max_wait=5400, retries=3, continue_session=False)
+    assert fsm.rate_limit == RateLimitConfig(
+        max_wait=5400, retries=3, continue_session=False, first_backoff=5
+    )
     assert FSMLoop.from_dict(fsm.to_dict()) == fsm
 
 
 def test_a_loop_without_them_gets_the_defaults_and_writes_none_of_them() -> None:
     fsm = FSMLoop.from_dict(loop())
     assert (fsm.max_cost_usd, fsm.notify) == (None, None)
-    assert fsm.rate_limit == RateLimitConfig(max_wait=12 * 3600, retries=8, continue_session=True)
+    assert fsm.rate_limit == RateLimitConfig(
+        max_wait=12 * 3600, retries=8, continue_session=True, first_backoff=60
+    )
     assert not {"max_cost_usd", "notify", "rate_limit"} & set(fsm.to_dict())
 
 

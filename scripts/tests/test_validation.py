@@ -172,7 +172,12 @@ def test_allowed_key_lists_follow_the_dataclasses() -> None:
     assert ", ".join(f.name for f in fields(StateConfig)) == STATE_KEYS
     assert ", ".join(f.name for f in fields(EvaluateConfig)) == EVALUATE_KEYS
     assert [f.name for f in fields(LLMConfig)] == ["enabled", "model", "max_tokens", "timeout"]
-    assert [f.name for f in fields(RateLimitConfig)] == ["max_wait", "retries", "continue_session"]
+    assert [f.name for f in fields(RateLimitConfig)] == [
+        "max_wait",
+        "retries",
+        "continue_session",
+        "first_backoff",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ DEFAULT_LLM_MAX_TOKENS = 256
 DEFAULT_LLM_TIMEOUT = 30
 DEFAULT_LIMIT_MAX_WAIT = 12 * 3600
 DEFAULT_LIMIT_RETRIES = 8
+DEFAULT_LIMIT_FIRST_BACKOFF = 60
 
 CURRENT_STATE_TOKEN = "$current"
 
@@ -233,11 +234,13 @@ class RateLimitConfig:
     off ends the run (`usage_limited`, resumable). `retries`: how many backoffs a state gets
     for rate limits and overload after claude's own retries. `continue_session`: a state
     that hit a usage limit continues claude's session (`--resume`) instead of starting over.
+    `first_backoff`: the first of those backoffs (seconds; each next one doubles).
     """
 
     max_wait: float = DEFAULT_LIMIT_MAX_WAIT
     retries: int = DEFAULT_LIMIT_RETRIES
     continue_session: bool = True
+    first_backoff: float = DEFAULT_LIMIT_FIRST_BACKOFF
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -247,6 +250,8 @@ class RateLimitConfig:
             out["retries"] = self.retries
         if self.continue_session is not True:
             out["continue_session"] = self.continue_session
+        if self.first_backoff != DEFAULT_LIMIT_FIRST_BACKOFF:
+            out["first_backoff"] = self.first_backoff
         return out
 
     @classmethod
@@ -255,6 +260,7 @@ class RateLimitConfig:
             max_wait=parse_duration(data.get("max_wait", DEFAULT_LIMIT_MAX_WAIT)),
             retries=data.get("retries", DEFAULT_LIMIT_RETRIES),
             continue_session=data.get("continue_session", True),
+            first_backoff=parse_duration(data.get("first_backoff", DEFAULT_LIMIT_FIRST_BACKOFF)),
         )
 
 

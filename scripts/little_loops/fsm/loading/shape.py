@@ -119,6 +119,7 @@ _RATE_LIMIT_CHECKS: dict[str, FieldCheck] = {
     "max_wait": scalar(check_duration),
     "retries": scalar(check_non_negative_int),
     "continue_session": scalar(check_bool),
+    "first_backoff": scalar(check_duration),
 }
 
 
