@@ -8,6 +8,7 @@ from enum import Enum
 from little_loops.cli.resolve import LOOPS_DIR
 from little_loops.fsm.persistence import RUNNING_DIR, LoopState, is_process_alive
 from little_loops.fsm.store.locking import lock_file_exists, read_holder
+from little_loops.fsm.store.run_history import LIVE_STATUSES
 
 
 class Owner(Enum):
@@ -38,7 +39,7 @@ def owner_of(state: LoopState) -> Owner:
 
 def describe_status(state: LoopState, loop_arg: str) -> str:
     """The status as a person should read it: a dead `running` run is interrupted."""
-    if state.status != "running":
+    if state.status not in LIVE_STATUSES:
         return state.status
     owner = owner_of(state)
     if owner is Owner.ALIVE:
@@ -52,7 +53,7 @@ def describe_status(state: LoopState, loop_arg: str) -> str:
 
 def process_alive(state: LoopState) -> bool | None:
     """For `--json`: whether a `running` run's process lives; None when not known/relevant."""
-    if state.status != "running":
+    if state.status not in LIVE_STATUSES:
         return None
     owner = owner_of(state)
     if owner in (Owner.ALIVE, Owner.GONE):

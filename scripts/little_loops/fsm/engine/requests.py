@@ -24,6 +24,7 @@ __all__ = [
     "Request",
     "RunAction",
     "Sleep",
+    "WaitUntil",
 ]
 
 
@@ -41,6 +42,7 @@ class RunAction:
     slash: bool
     scan: SignalScan | None = None
     log_path: Path | None = None
+    resume_session: str | None = None  # continue this claude session (`--resume <id>`)
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,15 @@ class Sleep:
 
 
 @dataclass(frozen=True)
+class WaitUntil:
+    """Wait until the wall-clock time `until` (epoch seconds; a usage limit's reset)
+    unless a shutdown cuts it short; submit None. Measured against the wall clock, so a
+    machine that slept through part of the wait does not wait that part again."""
+
+    until: float
+
+
+@dataclass(frozen=True)
 class HandOff:
     """Give a handoff to the `HandoffHandler` (pause or spawn); submit its `HandoffResult`."""
 
@@ -86,5 +97,5 @@ class Finish:
     result: ExecutionResult
 
 
-Request = RunAction | EvaluateWithIO | Checkpoint | Sleep | HandOff | Finish
+Request = RunAction | EvaluateWithIO | Checkpoint | Sleep | WaitUntil | HandOff | Finish
 Result = Any

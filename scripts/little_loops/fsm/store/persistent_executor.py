@@ -21,6 +21,7 @@ from typing import Any
 
 from little_loops.fsm.engine.context import EventCallback, RunCursor
 from little_loops.fsm.engine.run_loop import FSMExecutor
+from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.errors import LoopError, RunFilesError, StateFileError
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
@@ -32,7 +33,12 @@ from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
 from little_loops.fsm.store.locking import lock_file_exists, read_holder
 from little_loops.fsm.store.log_retention import LogRetention
-from little_loops.fsm.store.run_history import UNFINISHED_STATUSES, archive_previous_run
+from little_loops.fsm.store.run_history import (
+    LIVE_STATUSES,
+    UNFINISHED_STATUSES,
+    WAITING,
+    archive_previous_run,
+)
 from little_loops.fsm.store.state_files import (
     PHASE_ENTERED,
     PHASE_ROUTED,
@@ -71,6 +77,8 @@ _FINAL_STATUS = {
     "timeout": "failed",
     "signal_stop": "stopped",
     "stalled": "stalled",
+    "budget_exhausted": "budget_exhausted",
+    "usage_limited": "usage_limited",
 }
 _NOT_DETAILS = ("event", "ts", "type", "verdict")
 _RESUMABLE = UNFINISHED_STATUSES
@@ -145,7 +153,7 @@ def _refusal(state: LoopState, max_continuations: int, running_dir: Path) -> str
     ended = _ended_reason(state)
     if ended is not None:
         return f"{ended}; start a new run with: ll-loop run {name}"
-    if state.status == "running" and _owner_alive(state, running_dir):
+    if state.status in LIVE_STATUSES and _owner_alive(state, running_dir):
         return f"loop '{name}' is running (pid {state.pid})"
     if state.status not in _RESUMABLE:
         return f"loop '{name}' has status '{state.status}', which cannot be resumed"
@@ -314,6 +322,12 @@ class PersistentExecutor:
         elif kind == "action_complete":
             self._action_group = None
             self._prune_logs(event)
+        elif kind == "limit_wait":
+            # The wait and what it waits for are on disk before it starts: a run stopped
+            # or killed meanwhile waits only what is left when it is resumed.
+            self.persistence.save_state(self._build_state(self._executor.current_state, WAITING))
+        elif kind == "limit_wait_end":
+            self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
         elif kind == "evaluate":
             self._last_result = _evaluation_record(event)
         elif kind == "handoff_detected":
@@ -412,7 +426,13 @@ class PersistentExecutor:
             continuation_prompt=self._continuation_prompt,  # None once a route left the state
             action_groups=self._action_groups(),
             context_overrides=self.context_overrides,
+            spending=self._spending(),
+            limit_wait=executor.cursor.limit_wait,
         )
+
+    def _spending(self) -> dict[str, Any]:
+        spending = self._executor.cursor.spending
+        return spending.to_dict() if spending.anything else {}
 
     # --- run and resume -----------------------------------------------------------------
 
@@ -574,6 +594,8 @@ class PersistentExecutor:
             # The first start stays; the loop clock continues from the time already spent.
             started_at=state.started_at,
             start_time_ms=_wall_clock_ms() - (state.elapsed_ms or 0),
+            spending=RunSpending.from_dict(state.spending),
+            limit_wait=state.limit_wait,
         )
 
     def _restore_context_overrides(self, state: LoopState) -> None:

@@ -104,6 +104,13 @@ def _is_string_map(value: object) -> bool:
 
 
 # key -> (check, what is expected). Keys not listed are ignored (newer writers may add some).
+def _is_limit_wait(value: object) -> bool:
+    if not isinstance(value, dict):
+        return False
+    until = value.get("until")
+    return isinstance(until, int | float) and not isinstance(until, bool)
+
+
 _FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "loop_name": (_is_str, "a string"),
     "current_state": (_is_str, "a string"),
@@ -131,6 +138,8 @@ _FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "errors": (is_error_list, "an array of error records"),
     "action_groups": (_is_group_list, "an array of {pgid, started} objects"),
     "context_overrides": (_is_string_map, "an object of strings"),
+    "spending": (_is_object, "an object"),
+    "limit_wait": (_optional(_is_limit_wait), "an object with a numeric 'until', or null"),
 }
 
 
@@ -243,6 +252,11 @@ class LoopState:
     action_groups: list[dict[str, Any]] = field(default_factory=list)
     # `run --context KEY=VALUE` values, kept so `resume` runs with them. Written when set.
     context_overrides: dict[str, str] = field(default_factory=dict)
+    # What the run spent ({"cost_usd", "tokens": {...}}, `engine.spending`), and the
+    # usage-limit wait under way or cut short (`RunCursor.limit_wait`; its `until` is
+    # epoch seconds). Written when set.
+    spending: dict[str, Any] = field(default_factory=dict)
+    limit_wait: dict[str, Any] | None = None
 
     def current_iteration(self) -> int:
         """The iteration number `current_state` runs as.
@@ -279,7 +293,15 @@ class LoopState:
         for key in ("resumed_at", "phase"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
-        for key in ("visits", "stall_streaks", "errors", "action_groups", "context_overrides"):
+        for key in (
+            "visits",
+            "stall_streaks",
+            "errors",
+            "action_groups",
+            "context_overrides",
+            "spending",
+            "limit_wait",
+        ):
             if getattr(self, key):
                 out[key] = getattr(self, key)
         return out
@@ -324,6 +346,8 @@ class LoopState:
             errors=data.get("errors", []),
             action_groups=data.get("action_groups", []),
             context_overrides=data.get("context_overrides", {}),
+            spending=data.get("spending", {}),
+            limit_wait=data.get("limit_wait"),
         )
 
 
