@@ -42,7 +42,8 @@ DEFAULT_ACTION_TIMEOUT = 120
 class StreamingRunner(Protocol):
     """A runner whose class sets `supports_streaming = True`: it takes `on_line` (each
     line); with `supports_text_blocks = True` also `on_text` (blocks of whole lines); with
-    `supports_output_log = True` also `log_path`."""
+    `supports_output_log = True` also `log_path`; with `supports_resume_session = True`
+    also `resume_session`."""
 
     def run(
         self,
@@ -53,6 +54,7 @@ class StreamingRunner(Protocol):
         on_line: Callable[[str], None] | None = None,
         on_text: Callable[[str], None] | None = None,
         log_path: Path | None = None,
+        resume_session: str | None = None,
     ) -> ActionResult: ...
 
 
@@ -217,29 +219,31 @@ def call_runner(
     scan: SignalScan | None,
     output_callback: Callable[[str], None] | None,
     log_path: Path | None,
+    resume_session: str | None = None,
 ) -> ActionResult:
     """Run `action`; feed the scan from the stream, or from the result when nothing streamed.
 
-    `log_path` reaches only runners that set `supports_output_log`.
+    `log_path` reaches only runners that set `supports_output_log`, `resume_session`
+    only those that set `supports_resume_session` (and only when there is one).
     """
+    extra: dict[str, Any] = {}
+    if resume_session is not None and getattr(runner, "supports_resume_session", False) is True:
+        extra["resume_session"] = resume_session
     if getattr(runner, "supports_streaming", False) is True:
         streaming = cast(StreamingRunner, runner)
-        result = _run_streaming(streaming, action, timeout, slash, scan, output_callback, log_path)
-    else:
-        result = runner.run(action, timeout=timeout, is_slash_command=slash)
-    return result
+        feeds = _streaming_feeds(streaming, scan, output_callback, log_path)
+        return streaming.run(action, timeout=timeout, is_slash_command=slash, **feeds, **extra)
+    run: Callable[..., ActionResult] = runner.run
+    return run(action, timeout=timeout, is_slash_command=slash, **extra)
 
 
-def _run_streaming(
+def _streaming_feeds(
     runner: StreamingRunner,
-    action: str,
-    timeout: float,
-    slash: bool,
     scan: SignalScan | None,
     output_callback: Callable[[str], None] | None,
     log_path: Path | None,
-) -> ActionResult:
-    """Run through a streaming runner, asking for a log when we keep logs and it can.
+) -> dict[str, Any]:
+    """What to give a streaming runner: the readers, and a log when we keep logs and it can.
 
     The signal scan reads the output in blocks (`on_text`) and the output callback
     line by line (`on_line`), so both see every line, also those the runner no longer
@@ -252,7 +256,7 @@ def _run_streaming(
         feeds["on_line"] = _both(scan.feed, output_callback)
     if log_path is not None and getattr(runner, "supports_output_log", False) is True:
         feeds["log_path"] = log_path
-    return runner.run(action, timeout=timeout, is_slash_command=slash, **feeds)
+    return feeds
 
 
 def _both(

@@ -34,7 +34,8 @@ class RunAction:
 
     `scan` (when signals are watched) may be fed with the output as it streams; what it
     did not see the core scans from the result. `log_path`: where a runner that keeps
-    logs writes the whole stdout.
+    logs writes the whole stdout. `resume_session`: the claude session a slash command
+    continues (`--resume`), for runners that can (`supports_resume_session`).
     """
 
     action: str

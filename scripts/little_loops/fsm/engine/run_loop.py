@@ -236,6 +236,7 @@ class FSMExecutor:
                 request.scan,
                 self.output_callback,
                 request.log_path,
+                request.resume_session,
             )
         if isinstance(request, EvaluateWithIO):
             return judge(request.state, request.ctx, request.step, request.llm)
