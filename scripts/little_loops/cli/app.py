@@ -64,6 +64,7 @@ _RUN_LONG_FLAGS = (
     "--queue",
     "--stall-threshold",
     "--context",
+    "--max-cost",
 )
 
 
@@ -107,6 +108,16 @@ def _not_negative(text: str) -> int:
     return value
 
 
+def _positive_dollars(text: str) -> float:
+    try:
+        value = float(text.strip().removeprefix("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an amount in US dollars, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text!r}")
+    return value
+
+
 def _integer(text: str) -> int:
     try:
         return int(text)
@@ -133,6 +144,13 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         type=_not_negative,
         metavar="N",
         help="override stall_threshold for this run (0 turns the stall guard off)",
+    )
+    parser.add_argument(
+        "--max-cost",
+        type=_positive_dollars,
+        metavar="USD",
+        help="the run's budget in US dollars (overrides max_cost_usd; kept on resume); "
+        "reached: the run stops, exit 8",
     )
 
 
@@ -308,6 +326,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         verbose=args.verbose,
         queue=args.queue,
         stall_threshold=args.stall_threshold,
+        max_cost=args.max_cost,
         context=tuple(getattr(args, "context", None) or ()),
     )
 

@@ -112,7 +112,7 @@ def _backoff_seconds(hit: LimitHit, config: RateLimitConfig, backoffs: int) -> f
 
 
 def _doubling(first: float, times: int) -> float:
-    return min(first * 2 ** max(times, 0), BACKOFF_CAP_SECONDS)
+    return min(first * 2.0 ** max(times, 0), BACKOFF_CAP_SECONDS)
 
 
 def saved_wait_plan(

@@ -280,6 +280,9 @@ class PersistentExecutor:
         self._counts_visits = any(state.max_visits for state in fsm.states.values())
         # `run --context` values (already in `fsm.context`), saved so `resume` keeps them.
         self.context_overrides: dict[str, str] = {}
+        # The budget given on the command line for this run (`--max-cost`): saved, so a
+        # resume without `--max-cost` keeps it instead of the loop file's.
+        self.budget_override: float | None = None
 
     def request_shutdown(self) -> None:
         """Ask the inner executor to stop; the run is then saved as `interrupted`."""
@@ -428,6 +431,7 @@ class PersistentExecutor:
             context_overrides=self.context_overrides,
             spending=self._spending(),
             limit_wait=executor.cursor.limit_wait,
+            max_cost_usd=self.budget_override,
         )
 
     def _spending(self) -> dict[str, Any]:
@@ -568,6 +572,8 @@ class PersistentExecutor:
             # Saved again until the state is left, should this run stop before that.
             self._continuation_prompt = state.continuation_prompt
         self._restore_context_overrides(state)
+        if self.budget_override is None and state.max_cost_usd is not None:
+            self.budget_override = self.fsm.max_cost_usd = state.max_cost_usd
         self._restore_guards(state, cut_off=cut_off)
         self._last_result = state.last_result
         self._phase = state.phase

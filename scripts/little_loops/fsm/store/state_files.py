@@ -104,11 +104,12 @@ def _is_string_map(value: object) -> bool:
 
 
 # key -> (check, what is expected). Keys not listed are ignored (newer writers may add some).
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _is_limit_wait(value: object) -> bool:
-    if not isinstance(value, dict):
-        return False
-    until = value.get("until")
-    return isinstance(until, int | float) and not isinstance(until, bool)
+    return isinstance(value, dict) and _is_number(value.get("until"))
 
 
 _FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
@@ -139,6 +140,7 @@ _FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "action_groups": (_is_group_list, "an array of {pgid, started} objects"),
     "context_overrides": (_is_string_map, "an object of strings"),
     "spending": (_is_object, "an object"),
+    "max_cost_usd": (_optional(_is_number), "a number or null"),
     "limit_wait": (_optional(_is_limit_wait), "an object with a numeric 'until', or null"),
 }
 
@@ -257,6 +259,8 @@ class LoopState:
     # epoch seconds). Written when set.
     spending: dict[str, Any] = field(default_factory=dict)
     limit_wait: dict[str, Any] | None = None
+    # The budget given with `run --max-cost` (kept so `resume` keeps it). Written when set.
+    max_cost_usd: float | None = None
 
     def current_iteration(self) -> int:
         """The iteration number `current_state` runs as.
@@ -301,6 +305,7 @@ class LoopState:
             "context_overrides",
             "spending",
             "limit_wait",
+            "max_cost_usd",
         ):
             if getattr(self, key):
                 out[key] = getattr(self, key)
@@ -348,6 +353,7 @@ class LoopState:
             context_overrides=data.get("context_overrides", {}),
             spending=data.get("spending", {}),
             limit_wait=data.get("limit_wait"),
+            max_cost_usd=data.get("max_cost_usd"),
         )
 
 
