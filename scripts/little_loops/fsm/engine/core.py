@@ -27,6 +27,7 @@ from little_loops.fsm.engine.action_step import (
 )
 from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor, StepContext, iso_time
 from little_loops.fsm.engine.evaluation_step import (
+    Judgement,
     evaluate_step,
     judging_needs_host_io,
     needs_judgement,
@@ -250,6 +251,7 @@ class RunCore:
         judgement = None
         if needs_judgement(state, step) and judging_needs_host_io(state, step, self.fsm.llm):
             judgement = yield EvaluateWithIO(state, ctx, step, self.fsm.llm)
+            self._spend_judgement(judgement)
         evaluate_step(sc, state, ctx, step, judgement)
         handoff = step.signal_of("handoff")
         if step.action is not None and self._checkpoints:
@@ -355,6 +357,12 @@ class RunCore:
         claude = result.claude
         if claude is not None:
             self.cursor.spending.add(claude.cost_usd, spent_tokens(result))
+
+    def _spend_judgement(self, judgement: Judgement | None) -> None:
+        """What an LLM evaluation cost (its `Judgement.spending`)."""
+        spending = judgement.spending if judgement is not None else None
+        if spending is not None:
+            self.cursor.spending.add(spending.get("cost_usd"), spending.get("tokens") or {})
 
     def _budget_reached(self) -> bool:
         budget = self.fsm.max_cost_usd

@@ -49,7 +49,7 @@ class RunAction:
 @dataclass(frozen=True)
 class EvaluateWithIO:
     """Judge a state whose evaluator needs the host (the LLM judge, a file, a log);
-    submit `(verdict, details)` from `evaluation_step.judge(state, ctx, step, llm)`."""
+    submit the `Judgement` from `evaluation_step.judge(state, ctx, step, llm)`."""
 
     state: StateConfig
     ctx: InterpolationContext
