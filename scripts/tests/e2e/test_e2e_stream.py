@@ -127,3 +127,17 @@ def test_a_handoff_the_agent_says_fires(project: E2EProject, script: ApiScript) 
     assert done.returncode == 3
     state = project.state("says")
     assert (state["status"], state["continuation_prompt"]) == ("awaiting_continuation", "y")
+
+
+def test_a_flag_claude_does_not_know_is_a_refusal(
+    project: E2EProject, runner: DefaultActionRunner
+) -> None:
+    # A claude that does not understand our flags (here: one more it cannot know) refuses
+    # on stderr; the state gets claude's own words.
+    wrapper = project.root / "claude-wrapper"
+    wrapper.write_text(f'#!/bin/sh\nexec "{project.claude_bin}" --bogus "$@"\n')
+    wrapper.chmod(0o755)
+    runner.claude_bin = str(wrapper)
+    result = run_work(runner, project.root / "1.log")
+    assert (result.exit_code, result.output) == (1, "")
+    assert result.error == "claude exited with code 1: error: unknown option '--bogus'"
