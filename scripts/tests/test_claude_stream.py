@@ -51,7 +51,7 @@ def session_of(name: str) -> str:
 def test_a_plain_answer() -> None:
     stream, sink = read(transcript("plain"))
     assert sink.lines == ["All done.", "The parser works."]
-    assert stream.output() == ("All done.\nThe parser works.", 0)
+    assert stream.output() == ("All done.\nThe parser works.\n", 0)
     assert stream.run == ClaudeRun(
         session_id=session_of("plain"),
         result_text="All done.\nThe parser works.",
@@ -85,14 +85,14 @@ def test_a_spoken_handoff_is_handed_on() -> None:
     signal = scan.actionable()
     assert signal is not None
     assert (signal.signal_type, signal.payload) == ("handoff", "y")
-    assert stream.output()[0] == "Module A done.\nCONTEXT_HANDOFF: y"
+    assert stream.output()[0] == "Module A done.\nCONTEXT_HANDOFF: y\n"
 
 
 def test_an_api_error_after_claude_gave_up() -> None:
     stream, sink = read(transcript("api_error_429"))
     message = "API Error: Request rejected (429) · slow down"
     assert sink.lines == [message]
-    assert stream.output() == (message, 0)
+    assert stream.output() == (message + "\n", 0)
     assert (stream.run.is_error, stream.run.api_error_status, stream.run.cost_usd) == (
         True,
         429,
@@ -112,7 +112,7 @@ def test_a_usage_limit_rejection() -> None:
     assert stream.run.rate_limit == RateLimitInfo(
         status="rejected", resets_at=1795481584.0, limit_type="five_hour", utilization=None
     )
-    assert stream.output()[0] == "You've hit your 5-hour limit · resets 12:53am (UTC)"
+    assert stream.output()[0] == "You've hit your 5-hour limit · resets 12:53am (UTC)\n"
     assert stream.run.to_dict() == {
         "session_id": session_of("session_limit"),
         "is_error": True,
@@ -124,7 +124,7 @@ def test_a_usage_limit_rejection() -> None:
 
 def test_not_logged_in() -> None:
     stream, _ = read(transcript("not_logged_in"))
-    assert stream.output() == ("Not logged in · Please run /login", 0)
+    assert stream.output() == ("Not logged in · Please run /login\n", 0)
     assert (stream.run.is_error, stream.run.api_error_status) == (True, None)
 
 
@@ -183,7 +183,7 @@ def test_plain_lines_and_claude_lines_mixed() -> None:
     stream, sink = read(text)
     assert sink.lines == ["before", "All done.", "The parser works.", "between"]
     # The result event decides the output; the plain lines were only handed on.
-    assert stream.output() == ("All done.\nThe parser works.", 0)
+    assert stream.output() == ("All done.\nThe parser works.\n", 0)
 
 
 def test_a_last_claude_line_without_its_line_break_is_read() -> None:
@@ -228,14 +228,13 @@ def test_a_rejection_is_kept_over_later_allowed_events() -> None:
 
 def test_a_result_beyond_the_cap_keeps_its_tail() -> None:
     result = {"type": "result", "session_id": "s", "result": "é" * 10 + "tail"}
-    stream, _ = read(json.dumps(result) + "\n", cap=9)
-    # 24 bytes; the last 9 would start inside an `é`: that byte is dropped too.
-    assert stream.output() == ("éétail", 16)
+    stream, _ = read(json.dumps(result) + "\n", cap=8)
+    # 25 bytes with the line break; the last 8 would start inside an `é`: dropped too.
+    assert stream.output() == ("étail\n", 18)
     text, truncated = stream.output_with_marker("/logs/1-work.log")
     assert truncated
-    assert (
-        text
-        == "[output truncated: 16 earlier bytes dropped; full output in /logs/1-work.log]\néétail"
+    assert text == (
+        "[output truncated: 18 earlier bytes dropped; full output in /logs/1-work.log]\nétail\n"
     )
 
 

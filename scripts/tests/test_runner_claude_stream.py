@@ -38,7 +38,7 @@ def test_the_agents_text_streams_and_the_output_is_the_result(tmp_path: Path) ->
     log = tmp_path / "logs" / "1-work.log"
     result = runner.run("/work the parser", 10, True, on_line=lines.append, log_path=log)
     assert lines == ["All done.", "The parser works."]
-    assert result.output == "All done.\nThe parser works."
+    assert result.output == "All done.\nThe parser works.\n"
     assert (result.exit_code, result.error, result.output_truncated) == (0, None, False)
     # The log keeps the lines exactly as claude printed them.
     assert log.read_bytes() == (TRANSCRIPTS / "plain.jsonl").read_bytes()
@@ -66,7 +66,7 @@ def test_the_flags_and_a_resumed_session(tmp_path: Path) -> None:
 def test_without_a_reader_the_output_is_still_the_result(tmp_path: Path) -> None:
     runner = DefaultActionRunner(claude_bin=str(fake_claude(tmp_path, "spoken_handoff")))
     result = runner.run("/work", 10, True)
-    assert result.output == "Module A done.\nCONTEXT_HANDOFF: y"
+    assert result.output == "Module A done.\nCONTEXT_HANDOFF: y\n"
 
 
 def test_a_handoff_in_a_tool_result_does_not_reach_the_scan(tmp_path: Path) -> None:
@@ -74,7 +74,7 @@ def test_a_handoff_in_a_tool_result_does_not_reach_the_scan(tmp_path: Path) -> N
     scan = SignalDetector().scan()
     shown: list[str] = []
     result = call_runner(runner, "/work", 10, True, scan, shown.append, None)
-    assert (shown, result.output) == (["I read the notes."], "I read the notes.")
+    assert (shown, result.output) == (["I read the notes."], "I read the notes.\n")
     assert scan.actionable() is None
 
 
@@ -128,7 +128,7 @@ def test_a_result_beyond_the_cap_keeps_its_tail_behind_the_marker(tmp_path: Path
     result = runner.run("/work", 10, True, log_path=log)
     assert result.output_truncated
     assert result.output == (
-        f"[output truncated: 18 earlier bytes dropped; full output in {log}]\ner works."
+        f"[output truncated: 19 earlier bytes dropped; full output in {log}]\nr works.\n"
     )
 
 

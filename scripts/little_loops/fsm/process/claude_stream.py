@@ -128,8 +128,8 @@ class ClaudeStream:
 
     `feed` takes text in chunks of any size (whole lines, or pieces of one); `close`
     ends it (a last line without its line break is taken then). `output` is what the
-    action's output is: the final result text when claude sent one, otherwise all the
-    text handed on.
+    action's output is: the final result text when claude sent one (as the plain-text
+    `claude -p` prints it), otherwise all the text handed on.
     """
 
     def __init__(self, sink: TextSink | None = None, *, cap: int) -> None:
@@ -171,9 +171,14 @@ class ClaudeStream:
                 self._hand_on(line, whole=False)
 
     def output(self) -> tuple[str, int]:
-        """The action's output (its last `cap` bytes) and how many bytes were cut before."""
+        """The action's output (its last `cap` bytes) and how many bytes were cut before.
+
+        The result text is given as `claude -p` without stream-json prints it (ending
+        with a line break), so evaluators see the same output as before.
+        """
         if self.run.result_text is not None:
-            return _tail(self.run.result_text.encode("utf-8", "surrogatepass"), self._cap)
+            text = _as_lines(self.run.result_text)
+            return _tail(text.encode("utf-8", "surrogatepass"), self._cap)
         return self._said.text()
 
     def output_with_marker(self, log_path: str | None) -> tuple[str, bool]:
