@@ -64,6 +64,7 @@ _RUN_LONG_FLAGS = (
     "--queue",
     "--stall-threshold",
     "--context",
+    "--notify",
 )
 
 
@@ -133,6 +134,13 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         type=_not_negative,
         metavar="N",
         help="override stall_threshold for this run (0 turns the stall guard off)",
+    )
+    parser.add_argument(
+        "--notify",
+        metavar="CMD",
+        help="shell command run (detached, 60 s at most) when the run ends or needs someone, "
+        "with LL_LOOP, LL_EVENT, LL_STATUS, LL_MESSAGE, LL_STATE_FILE set; replaces the "
+        "loop's notify: ('' for none)",
     )
 
 
@@ -309,6 +317,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         queue=args.queue,
         stall_threshold=args.stall_threshold,
         context=tuple(getattr(args, "context", None) or ()),
+        notify=args.notify,
     )
 
 

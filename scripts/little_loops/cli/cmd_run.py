@@ -58,6 +58,8 @@ class RunOptions:
     stall_threshold: int | None = None
     # `run --context KEY=VALUE`, in the order given (a later KEY wins).
     context: tuple[tuple[str, str], ...] = ()
+    # `--notify CMD`: replaces the loop's `notify` for this run ("": none).
+    notify: str | None = None
 
 
 def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
@@ -72,6 +74,8 @@ def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
         fsm.llm.enabled = False
     if options.stall_threshold is not None:
         fsm.stall_threshold = options.stall_threshold
+    if options.notify is not None:
+        fsm.notify = options.notify or None
 
 
 def run_command(
@@ -287,6 +291,8 @@ def _start_background(
         args += ["--stall-threshold", str(options.stall_threshold)]
     for key, value in options.context:
         args += ["--context", f"{key}={value}"]
+    if options.notify is not None:
+        args.append(f"--notify={options.notify}")  # `=`: a command may start with "-"
     log_path = log_path_for(LOOPS_DIR, fsm.name)
     # Checked here so a refusal is seen at once, and held while the log of a running
     # loop would be truncated. A queued start waits in the background, not here.
