@@ -12,10 +12,11 @@ bounding and logging the command is `process.notify_command`'s job.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -108,11 +109,15 @@ def _took(state: LoopState) -> str:
     return f", {_duration(state.elapsed_ms / 1000)}" if state.elapsed_ms else ""
 
 
-def limit_notification(event: dict[str, Any]) -> Notification | None:
-    """What to tell about a usage-limit wait starting or ending (None: another event)."""
+def limit_notification(event: dict[str, Any], *, today: date | None = None) -> Notification | None:
+    """What to tell about a usage-limit wait starting or ending (None: another event).
+
+    A reset on another day than `today` (default: today here) is shown with its date.
+    """
     kind = event.get("event")
     if kind == "limit_wait":
-        return Notification("limit_wait_started", "waiting_for_limit", _wait_message(event))
+        message = _wait_message(event, today or date.today())
+        return Notification("limit_wait_started", "waiting_for_limit", message)
     if kind == "limit_wait_end":
         waited = _duration(float(event.get("waited_seconds") or 0))
         state = event.get("state")
@@ -121,16 +126,16 @@ def limit_notification(event: dict[str, Any]) -> Notification | None:
     return None
 
 
-def _wait_message(event: dict[str, Any]) -> str:
+def _wait_message(event: dict[str, Any], today: date) -> str:
     """`waiting for the usage limit to reset at 11:21pm (UTC), 3h12m`."""
-    resets = _reset_time(event.get("resets_at"))
+    resets = _reset_time(event.get("resets_at"), today)
     seconds = event.get("wait_seconds")
     if resets is None or not isinstance(seconds, int | float):
         return _one_line(str(event.get("message") or "waiting for the usage limit to reset"))
     return f"waiting for the usage limit to reset at {resets}, {_duration(float(seconds))}"
 
 
-def _reset_time(text: object) -> str | None:
+def _reset_time(text: object, today: date) -> str | None:
     """An ISO 8601 time as claude shows it: `11:21pm (UTC)`, local to this process's TZ
     (with the date when it is not today)."""
     if not isinstance(text, str):
@@ -141,8 +146,9 @@ def _reset_time(text: object) -> str | None:
         return None
     hour = moment.hour % 12 or 12
     clock = f"{hour}:{moment.minute:02d}{'am' if moment.hour < 12 else 'pm'}"
-    if moment.date() != datetime.now(moment.tzinfo).date():
-        clock = f"{moment:%b} {moment.day}, {clock}"
+    if moment.date() != today:  # claude's way: `Nov 26, 7:52pm`, `Jan 2, 2027, 9:00am`
+        year = f" {moment.year}," if moment.year != today.year else ""
+        clock = f"{moment:%b} {moment.day},{year} {clock}"
     return f"{clock} ({moment.tzname()})"
 
 
@@ -198,6 +204,14 @@ class RunNotifier:
         )
         if supervisor is not None:
             self._supervisors.append(supervisor)
+
+    def wait(self, timeout: float) -> None:
+        """Wait up to `timeout` seconds for each call under way (for a script that wants
+        them finished before it exits; a run never does)."""
+        for supervisor in self._supervisors:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                supervisor.wait(timeout=timeout)
+        self._supervisors = [sup for sup in self._supervisors if sup.poll() is None]
 
     def _environment(self, notification: Notification) -> dict[str, str]:
         return {
