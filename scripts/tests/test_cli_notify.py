@@ -6,10 +6,17 @@ tests wait for the lines (the command runs detached), never for a time.
 
 from __future__ import annotations
 
+import http.server
 import json
+import os
+import re
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
+import yaml
 from fixtures.cli_support import ERROR_LOOP, HANDOFF_LOOP, SIMPLE_LOOP, cli_env, run_cli, write_loop
 from fixtures.notify_support import RECORD_EVENT, lines_of, log_outcomes, wait_for_lines, wait_until
 
@@ -159,3 +166,74 @@ def test_a_background_run_tells_too(project: Path) -> None:
     assert wait_for_lines(project / "told", 1) == ["completed completed"]
     log = project / ".loops" / ".running" / "simple.log"
     wait_until(lambda: "Loop completed" in log.read_text(), "the background run completed")
+
+
+# --- the ready-made commands of docs/long-running-loops.md ------------------------------
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "long-running-loops.md"
+
+
+def _documented_notify(marker: str) -> str:
+    """The `notify:` value of the docs' YAML block whose command contains `marker`."""
+    section = DOCS.read_text(encoding="utf-8").split("## 8. Tell a person: notify", 1)[1]
+    blocks = re.findall(r"^```yaml\n(.*?)^```", section, re.MULTILINE | re.DOTALL)
+    commands = [yaml.safe_load(block)["notify"] for block in blocks]
+    [command] = [command for command in commands if marker in command]
+    assert isinstance(command, str)
+    return command
+
+
+def test_the_documented_desktop_notification_gets_title_and_text(project: Path) -> None:
+    # A stand-in `notify-send` on PATH records its two arguments.
+    bin_dir = project / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "notify-send"
+    fake.write_text('#!/bin/sh\nprintf "%s|%s\\n" "$1" "$2" >> "$NOTIFY_OUT"\n')
+    fake.chmod(0o755)
+    write_loop(project, "simple", SIMPLE_LOOP)
+    env = _env(project)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    command = _documented_notify("notify-send")
+    assert run_cli(project, "run", "simple", "--notify", command, env=env).returncode == 0
+    [line] = wait_for_lines(project / "told", 1)
+    assert line.startswith("ll-loop simple|completed: done at state 'done' after 1 iteration, ")
+
+
+class _Webhook(http.server.BaseHTTPRequestHandler):
+    received: ClassVar[list[tuple[str, object]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.received.append((self.headers["Content-Type"], json.loads(body)))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet
+        pass
+
+
+@pytest.fixture
+def webhook() -> Iterator[tuple[str, list[tuple[str, object]]]]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Webhook)
+    _Webhook.received = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook", _Webhook.received
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_documented_webhook_posts_the_message_as_json(
+    project: Path, webhook: tuple[str, list[tuple[str, object]]]
+) -> None:
+    url, received = webhook
+    write_loop(project, "handoff", HANDOFF_LOOP)
+    env = _env(project)
+    env["WEBHOOK_URL"] = url
+    command = _documented_notify("WEBHOOK_URL")
+    result = run_cli(project, "run", "handoff", "--notify", command, env=env)
+    assert result.returncode == 3
+    assert log_outcomes(_notify_log(project, "handoff"), 1) == ["handoff exit 0"]
+    assert received == [
+        ("application/json", {"text": "ll-loop handoff handoff: Continue with module B"})
+    ]

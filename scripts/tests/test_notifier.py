@@ -126,8 +126,19 @@ def test_a_reset_is_shown_in_the_local_time_zone(monkeypatch: pytest.MonkeyPatch
     assert notification.message == "waiting for the usage limit to reset at 9:05am (CET), 45s"
 
 
-def test_a_limit_wait_without_a_reset_time_says_what_claude_said() -> None:
-    event = {"event": "limit_wait", "message": "You've hit your limit"}
+def test_a_limit_wait_without_a_reset_time_says_until_when(utc: None) -> None:
+    event = {
+        "event": "limit_wait",
+        "message": "You've hit your limit",
+        "until": "2026-11-24T05:00:00+00:00",
+        "wait_seconds": 7200,
+    }
+    notification = limit_notification(event, today=date(2026, 11, 24))
+    assert notification is not None
+    assert notification.message == (
+        "waiting for the usage limit until 5:00am (UTC), 2h00m (its reset time is unknown)"
+    )
+    del event["until"]
     notification = limit_notification(event)
     assert notification is not None and notification.message == "You've hit your limit"
 

@@ -127,12 +127,17 @@ def limit_notification(event: dict[str, Any], *, today: date | None = None) -> N
 
 
 def _wait_message(event: dict[str, Any], today: date) -> str:
-    """`waiting for the usage limit to reset at 11:21pm (UTC), 3h12m`."""
+    """`waiting for the usage limit to reset at 11:21pm (UTC), 3h12m`; without a reset
+    time (claude did not say), until when the run waits."""
     resets = _reset_time(event.get("resets_at"), today)
+    until = _reset_time(event.get("until"), today)
     seconds = event.get("wait_seconds")
-    if resets is None or not isinstance(seconds, int | float):
+    if not isinstance(seconds, int | float) or (resets is None and until is None):
         return _one_line(str(event.get("message") or "waiting for the usage limit to reset"))
-    return f"waiting for the usage limit to reset at {resets}, {_duration(float(seconds))}"
+    wait = _duration(float(seconds))
+    if resets is None:
+        return f"waiting for the usage limit until {until}, {wait} (its reset time is unknown)"
+    return f"waiting for the usage limit to reset at {resets}, {wait}"
 
 
 def _reset_time(text: object, today: date) -> str | None:
