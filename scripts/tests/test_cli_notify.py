@@ -10,6 +10,8 @@ import http.server
 import json
 import os
 import re
+import signal
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +19,18 @@ from typing import ClassVar
 
 import pytest
 import yaml
-from fixtures.cli_support import ERROR_LOOP, HANDOFF_LOOP, SIMPLE_LOOP, cli_env, run_cli, write_loop
+from fixtures.cli_support import (
+    ERROR_LOOP,
+    FAILING_LOOP,
+    HANDOFF_LOOP,
+    LL_LOOP,
+    SIMPLE_LOOP,
+    SLOW_LOOP,
+    cli_env,
+    run_cli,
+    wait_for_action_start,
+    write_loop,
+)
 from fixtures.notify_support import RECORD_EVENT, lines_of, log_outcomes, wait_for_lines, wait_until
 
 
@@ -96,6 +109,27 @@ def test_a_stalled_run_is_told(project: Path) -> None:
     write_loop(project, "stuck", _with_notify(STALLING_LOOP))
     assert _ll_loop(project, "run", "stuck") == 5
     assert wait_for_lines(project / "told", 1) == ["stalled stalled"]
+
+
+def test_the_iteration_limit_is_told(project: Path) -> None:
+    write_loop(project, "failing", _with_notify(FAILING_LOOP))
+    assert _ll_loop(project, "run", "failing") == 4
+    assert wait_for_lines(project / "told", 1) == ["max_iterations interrupted"]
+
+
+def test_a_stopped_run_is_told_interrupted(project: Path) -> None:
+    write_loop(project, "slow", _with_notify(SLOW_LOOP))
+    process = subprocess.Popen(
+        [str(LL_LOOP), "run", "slow"],
+        cwd=project,
+        env=_env(project),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for_action_start(project, "slow")
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == 130
+    assert wait_for_lines(project / "told", 1) == ["interrupted interrupted"]
 
 
 def test_notify_on_the_command_line_replaces_the_loop_files(project: Path) -> None:
