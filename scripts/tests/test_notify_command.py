@@ -44,6 +44,16 @@ def test_the_command_runs_with_its_environment_and_is_logged(tmp_path: Path) -> 
     _reaped(supervisor)
 
 
+def test_the_command_gets_the_environment_as_given(tmp_path: Path) -> None:
+    log = tmp_path / "x.notify.log"
+    env = {key: value for key, value in _env(tmp_path).items() if key != "PYTHONPATH"}
+    command = 'echo "${PYTHONPATH-unset} $(pwd)" > "$OUT"'
+    supervisor = start_notify_command(command, env, label="done", log_path=log)
+    assert log_outcomes(log, 1) == ["done exit 0"]
+    assert (tmp_path / "out").read_text() == f"unset {os.getcwd()}\n"
+    _reaped(supervisor)
+
+
 def test_a_failing_command_is_logged_with_its_last_stderr_line(tmp_path: Path) -> None:
     log = tmp_path / "x.notify.log"
     command = "echo first >&2; echo 'webhook said no' >&2; exit 3"

@@ -1,9 +1,9 @@
 """Running a person's notify command: detached, bounded by a timeout, logged.
 
-`start_notify_command` starts a small supervisor, `python -m
-little_loops.fsm.process.notify_command`, in its own session with no terminal and no
-pipes to us, and returns at once: the loop never waits for the command, and the command
-still runs when `ll-loop` exits right after starting it (the final `completed`). The
+`start_notify_command` starts a small supervisor (this file, run by the same Python in
+isolated mode) in its own session with no terminal and no pipes to us, and returns at
+once: the loop never waits for the command, and the command still runs when `ll-loop`
+exits right after starting it (the final `completed`). The
 supervisor runs the command with `/bin/sh -c` in its own process group, waits at most
 `timeout` seconds, then stops the whole group (SIGTERM, a grace period, SIGKILL), and
 appends one line to the log: when, which event, and how the command ended. Nothing here
@@ -31,10 +31,9 @@ KILL_GRACE_SECONDS = 5.0
 """Time between SIGTERM and SIGKILL when the command outlives its timeout."""
 
 _STDERR_SHOWN = 200  # characters of the command's last stderr line kept in the log line
-_MODULE = "little_loops.fsm.process.notify_command"
-# The directory holding the `little_loops` package, so the supervisor can import it even
-# from a source checkout that is not installed.
-_PACKAGE_ROOT = Path(__file__).resolve().parents[3]
+# The supervisor runs this file with `python -I`: no PYTHONPATH to add for it, and none
+# leaks into the command's environment, but it may import only the standard library.
+_SUPERVISOR = [sys.executable, "-I", str(Path(__file__).resolve())]
 
 
 def start_notify_command(
@@ -47,7 +46,7 @@ def start_notify_command(
 ) -> subprocess.Popen[bytes] | None:
     """Start the supervisor of `command` (environment `env`, log line tagged `label`) and
     return it without waiting; None when it could not start (that is logged)."""
-    argv = [sys.executable, "-m", _MODULE, "--timeout", str(timeout), "--log", str(log_path)]
+    argv = [*_SUPERVISOR, "--timeout", str(timeout), "--log", str(log_path)]
     argv += ["--label", label, "--", command]
     try:
         # The supervisor's own stderr goes to the log: a crash of it is seen there.
@@ -58,18 +57,11 @@ def start_notify_command(
                 stdout=subprocess.DEVNULL,
                 stderr=log,
                 start_new_session=True,
-                env=_with_package_path(env),
+                env=dict(env),
             )
     except OSError as exc:
         append_log_line(log_path, label, f"could not start: {exc}")
         return None
-
-
-def _with_package_path(env: Mapping[str, str]) -> dict[str, str]:
-    copy = dict(env)
-    parts = (str(_PACKAGE_ROOT), copy.get("PYTHONPATH", ""))
-    copy["PYTHONPATH"] = os.pathsep.join(part for part in parts if part)
-    return copy
 
 
 def append_log_line(log_path: Path, label: str, outcome: str) -> None:
@@ -140,7 +132,7 @@ def _last_line(stream: IO[bytes]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The supervisor's entry: run the command, append its log line."""
-    parser = argparse.ArgumentParser(prog=_MODULE)
+    parser = argparse.ArgumentParser(prog="notify_command")
     parser.add_argument("--timeout", type=float, required=True)
     parser.add_argument("--log", type=Path, required=True)
     parser.add_argument("--label", required=True)
