@@ -75,6 +75,23 @@ def test_each_ending_is_told_with_its_saved_status(
     assert notification.event in NOTIFY_EVENTS
 
 
+def test_a_nul_in_an_error_cannot_reach_the_environment() -> None:
+    message = end_notification(_ended("error", "failed", error="bad\0byte")).message
+    assert message == "badbyte"
+
+
+def test_odd_event_values_never_raise() -> None:
+    odd: list[dict[str, object]] = [
+        {"event": "limit_wait", "resets_at": "soon", "wait_seconds": "3h"},
+        {"event": "limit_wait", "resets_at": "9999-12-31T23:59:59Z", "wait_seconds": 1e400},
+        {"event": "limit_wait", "until": 5, "wait_seconds": True},
+        {"event": "limit_wait_end", "waited_seconds": "long", "state": None},
+    ]
+    for event in odd:
+        notification = limit_notification(event)
+        assert notification is not None and notification.message
+
+
 def test_a_long_message_is_cut_to_one_readable_line() -> None:
     message = end_notification(_ended("error", "failed", error="x " * 2000)).message
     assert len(message) == 1000 and message.endswith("...") and "\n" not in message

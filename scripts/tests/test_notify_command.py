@@ -97,6 +97,12 @@ def test_a_log_that_cannot_be_written_is_given_up_quietly(tmp_path: Path) -> Non
     assert not missing.parent.exists()
 
 
+def test_a_command_that_cannot_be_given_to_a_process_is_logged(tmp_path: Path) -> None:
+    log = tmp_path / "x.notify.log"
+    assert start_notify_command("echo a\0b", _env(tmp_path), label="done", log_path=log) is None
+    assert log_outcomes(log, 1) == ["done could not start: embedded null byte"]
+
+
 def test_log_lines_are_one_line_each(tmp_path: Path) -> None:
     log = tmp_path / "x.notify.log"
     append_log_line(log, "failed", "exit 1: two\nlines")

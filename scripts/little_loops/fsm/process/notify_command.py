@@ -59,7 +59,7 @@ def start_notify_command(
                 start_new_session=True,
                 env=dict(env),
             )
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the command or a variable
         append_log_line(log_path, label, f"could not start: {exc}")
         return None
 

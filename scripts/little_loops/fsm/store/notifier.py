@@ -13,6 +13,7 @@ bounding and logging the command is `process.notify_command`'s job.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import subprocess
 from dataclasses import dataclass, field
@@ -119,7 +120,7 @@ def limit_notification(event: dict[str, Any], *, today: date | None = None) -> N
         message = _wait_message(event, today or date.today())
         return Notification("limit_wait_started", "waiting_for_limit", message)
     if kind == "limit_wait_end":
-        waited = _duration(float(event.get("waited_seconds") or 0))
+        waited = _duration(_seconds(event.get("waited_seconds")) or 0.0)
         state = event.get("state")
         again = f"; running state '{state}' again" if state else ""
         return Notification("limit_wait_ended", "running", f"waited {waited}{again}")
@@ -131,13 +132,20 @@ def _wait_message(event: dict[str, Any], today: date) -> str:
     time (claude did not say), until when the run waits."""
     resets = _reset_time(event.get("resets_at"), today)
     until = _reset_time(event.get("until"), today)
-    seconds = event.get("wait_seconds")
-    if not isinstance(seconds, int | float) or (resets is None and until is None):
+    seconds = _seconds(event.get("wait_seconds"))
+    if seconds is None or (resets is None and until is None):
         return _one_line(str(event.get("message") or "waiting for the usage limit to reset"))
-    wait = _duration(float(seconds))
+    wait = _duration(seconds)
     if resets is None:
         return f"waiting for the usage limit until {until}, {wait} (its reset time is unknown)"
     return f"waiting for the usage limit to reset at {resets}, {wait}"
+
+
+def _seconds(value: object) -> float | None:
+    """A number of seconds from an event (anything else: None; an event never fails a run)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def _reset_time(text: object, today: date) -> str | None:
@@ -147,7 +155,7 @@ def _reset_time(text: object, today: date) -> str | None:
         return None
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone()
-    except ValueError:
+    except (ValueError, OverflowError, OSError):
         return None
     hour = moment.hour % 12 or 12
     clock = f"{hour}:{moment.minute:02d}{'am' if moment.hour < 12 else 'pm'}"
@@ -168,7 +176,7 @@ def _duration(seconds: float) -> str:
 
 
 def _one_line(text: str) -> str:
-    line = " ".join(text.split())
+    line = " ".join(text.replace("\0", "").split())  # no NUL can go into an environment
     return line if len(line) <= _MESSAGE_CAP else line[: _MESSAGE_CAP - 3] + "..."
 
 
