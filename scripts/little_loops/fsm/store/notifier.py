@@ -192,7 +192,9 @@ class RunNotifier:
     state_file: Path
     log_path: Path
     timeout: float = NOTIFY_TIMEOUT_SECONDS
-    _supervisors: list[subprocess.Popen[bytes]] = field(default_factory=list, repr=False)
+    _supervisors: list[subprocess.Popen[bytes]] = field(
+        default_factory=list, init=False, repr=False
+    )
 
     def on_event(self, event: dict[str, Any]) -> None:
         """A run event: told when it is one of the usage-limit wait's."""
