@@ -65,6 +65,7 @@ _RUN_LONG_FLAGS = (
     "--stall-threshold",
     "--context",
     "--max-cost",
+    "--notify",
 )
 
 
@@ -151,6 +152,13 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         metavar="USD",
         help="the run's budget in US dollars (overrides max_cost_usd; kept on resume); "
         "reached: the run stops, exit 8",
+    )
+    parser.add_argument(
+        "--notify",
+        metavar="CMD",
+        help="shell command run (detached, 60 s at most) when the run ends or needs someone, "
+        "with LL_LOOP, LL_EVENT, LL_STATUS, LL_MESSAGE, LL_STATE_FILE set; replaces the "
+        "loop's notify: ('' for none)",
     )
 
 
@@ -328,6 +336,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         stall_threshold=args.stall_threshold,
         max_cost=args.max_cost,
         context=tuple(getattr(args, "context", None) or ()),
+        notify=args.notify,
     )
 
 

@@ -59,6 +59,8 @@ class RunOptions:
     max_cost: float | None = None  # `--max-cost`: the run's budget in dollars
     # `run --context KEY=VALUE`, in the order given (a later KEY wins).
     context: tuple[tuple[str, str], ...] = ()
+    # `--notify CMD`: replaces the loop's `notify` for this run ("": none).
+    notify: str | None = None
 
 
 def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
@@ -75,6 +77,8 @@ def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
         fsm.stall_threshold = options.stall_threshold
     if options.max_cost is not None:
         fsm.max_cost_usd = options.max_cost
+    if options.notify is not None:
+        fsm.notify = options.notify or None
 
 
 def run_command(
@@ -294,6 +298,8 @@ def _start_background(
         args += ["--max-cost", repr(options.max_cost)]
     for key, value in options.context:
         args += ["--context", f"{key}={value}"]
+    if options.notify is not None:
+        args.append(f"--notify={options.notify}")  # `=`: a command may start with "-"
     log_path = log_path_for(LOOPS_DIR, fsm.name)
     # Checked here so a refusal is seen at once, and held while the log of a running
     # loop would be truncated. A queued start waits in the background, not here.

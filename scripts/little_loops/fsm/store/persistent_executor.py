@@ -33,6 +33,7 @@ from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
 from little_loops.fsm.store.locking import lock_file_exists, read_holder
 from little_loops.fsm.store.log_retention import LogRetention
+from little_loops.fsm.store.notifier import RunNotifier, notify_log_path, run_notifier
 from little_loops.fsm.store.run_history import (
     LIVE_STATUSES,
     UNFINISHED_STATUSES,
@@ -283,6 +284,8 @@ class PersistentExecutor:
         # The budget given on the command line for this run (`--max-cost`): saved, so a
         # resume without `--max-cost` keeps it instead of the loop file's.
         self.budget_override: float | None = None
+        # Tells a person when the run ends or waits (`notify`); None: nobody to tell.
+        self.notifier: RunNotifier | None = run_notifier(fsm.notify, self.persistence)
 
     def request_shutdown(self) -> None:
         """Ask the inner executor to stop; the run is then saved as `interrupted`."""
@@ -293,6 +296,8 @@ class PersistentExecutor:
     def _handle_event(self, event: dict[str, Any]) -> None:
         """Persist first, then let the chained observer (the CLI display) see the event."""
         self._persist_event(event)
+        if self.notifier is not None:
+            self.notifier.on_event(event)
         if self.event_callback is not None:
             self.event_callback(event)
 
@@ -462,7 +467,8 @@ class PersistentExecutor:
 
     def _previous_run_extras(self) -> list[Path]:
         handoff_log = self.handoff_handler.log_path(self.fsm.name)
-        return [handoff_log] if handoff_log is not None else []
+        extras = [notify_log_path(self.persistence)]
+        return [handoff_log, *extras] if handoff_log is not None else extras
 
     def _run_and_save(self) -> ExecutionResult:
         # Closed before `run` lets a spawned session go: that one appends on its own.
@@ -527,6 +533,12 @@ class PersistentExecutor:
             state.pid = spawned.spawned_process.pid  # the session that will resume the loop
             self.persistence.append_event(self._spawn_event(spawned.spawned_process.pid))
         self.persistence.save_state(state)
+        self._notify_end(state)
+
+    def _notify_end(self, state: LoopState) -> None:
+        """Tell a person how the run ended, once `state` says so on disk."""
+        if self.notifier is not None:
+            self.notifier.on_end(state)
 
     def _spawn_event(self, pid: int) -> dict[str, Any]:
         log = os.path.abspath(str(self.handoff_handler.log_path(self.fsm.name)))
@@ -541,6 +553,7 @@ class PersistentExecutor:
         if self._save_failure is None:
             with contextlib.suppress(OSError):  # the interruption being raised matters more
                 self.persistence.save_state(state)
+            self._notify_end(state)
 
     def resume(self) -> ExecutionResult | None:
         """Continue a saved run; None when there is nothing resumable (reference API)."""
