@@ -109,6 +109,7 @@ def run_command(
         executor = _executor(fsm, display, lock, StatePersistence(fsm.name, LOOPS_DIR))
         executor.context_overrides = dict(options.context)
         executor.budget_override = options.max_cost
+        executor.notify_override = options.notify
         _say_if_unfinished(executor.archive_previous(), loop_arg)
         result = _execute(executor, display, lambda: executor.run(clear_previous=False))
         return report_run(result, fsm, loop_arg, display, quiet=options.quiet)
@@ -175,6 +176,7 @@ def resume_command(
         display = _display(fsm, options)
         executor = _executor(fsm, display, lock, persistence)
         executor.budget_override = options.max_cost
+        executor.notify_override = options.notify
         if from_history:
             bring_back_from_history(executor, loop_arg, Logger(quiet=options.quiet))
         saved = persistence.load_state_checked()

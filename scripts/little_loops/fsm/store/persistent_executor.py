@@ -286,6 +286,8 @@ class PersistentExecutor:
         self.budget_override: float | None = None
         # Tells a person when the run ends or waits (`notify`); None: nobody to tell.
         self.notifier: RunNotifier | None = run_notifier(fsm.notify, self.persistence)
+        # The command given with `--notify` ("": none), saved so `resume` keeps it.
+        self.notify_override: str | None = None
 
     def request_shutdown(self) -> None:
         """Ask the inner executor to stop; the run is then saved as `interrupted`."""
@@ -437,6 +439,7 @@ class PersistentExecutor:
             spending=self._spending(),
             limit_wait=executor.cursor.limit_wait,
             max_cost_usd=self.budget_override,
+            notify=self.notify_override,
         )
 
     def _spending(self) -> dict[str, Any]:
@@ -585,8 +588,7 @@ class PersistentExecutor:
             # Saved again until the state is left, should this run stop before that.
             self._continuation_prompt = state.continuation_prompt
         self._restore_context_overrides(state)
-        if self.budget_override is None and state.max_cost_usd is not None:
-            self.budget_override = self.fsm.max_cost_usd = state.max_cost_usd
+        self._restore_command_line(state)
         self._restore_guards(state, cut_off=cut_off)
         self._last_result = state.last_result
         self._phase = state.phase
@@ -616,6 +618,15 @@ class PersistentExecutor:
             spending=RunSpending.from_dict(state.spending),
             limit_wait=state.limit_wait,
         )
+
+    def _restore_command_line(self, state: LoopState) -> None:
+        """The run's `--max-cost` and `--notify` hold again unless given anew."""
+        if self.budget_override is None and state.max_cost_usd is not None:
+            self.budget_override = self.fsm.max_cost_usd = state.max_cost_usd
+        if self.notify_override is None and state.notify is not None:
+            self.notify_override = state.notify
+            self.fsm.notify = state.notify or None
+            self.notifier = run_notifier(self.fsm.notify, self.persistence)
 
     def _restore_context_overrides(self, state: LoopState) -> None:
         """The run's `--context` values win over the loop file's again."""

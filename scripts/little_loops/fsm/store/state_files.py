@@ -141,6 +141,7 @@ _FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "context_overrides": (_is_string_map, "an object of strings"),
     "spending": (_is_object, "an object"),
     "max_cost_usd": (_optional(_is_number), "a number or null"),
+    "notify": (_optional(_is_str), "a string or null"),
     "limit_wait": (_optional(_is_limit_wait), "an object with a numeric 'until', or null"),
 }
 
@@ -259,8 +260,10 @@ class LoopState:
     # epoch seconds). Written when set.
     spending: dict[str, Any] = field(default_factory=dict)
     limit_wait: dict[str, Any] | None = None
-    # The budget given with `run --max-cost` (kept so `resume` keeps it). Written when set.
+    # The budget given with `run --max-cost` and the command given with `--notify` ("":
+    # none), kept so `resume` keeps them. Written when set.
     max_cost_usd: float | None = None
+    notify: str | None = None
 
     def current_iteration(self) -> int:
         """The iteration number `current_state` runs as.
@@ -309,6 +312,8 @@ class LoopState:
         ):
             if getattr(self, key):
                 out[key] = getattr(self, key)
+        if self.notify is not None:
+            out["notify"] = self.notify
         return out
 
     @classmethod
@@ -354,6 +359,7 @@ class LoopState:
             spending=data.get("spending", {}),
             limit_wait=data.get("limit_wait"),
             max_cost_usd=data.get("max_cost_usd"),
+            notify=data.get("notify"),
         )
 
 
