@@ -72,8 +72,8 @@ def test_overload_after_claudes_retries_backs_off_and_goes_on(tmp_path: Path) ->
     done = run_cli(tmp_path, "run", "night", env=env)
     assert done.returncode == 0, done.stderr
     assert overloaded in done.stdout
-    assert "backing off 0s (retry 1 of 8)" in done.stdout
-    assert state(tmp_path)["iteration"] == 3  # work, more, done: the retry is not one
+    assert "backing off 0.1s (retry 1 of 8)" in done.stdout
+    assert state(tmp_path)["iteration"] == 2  # work, more: the retry is not an iteration
     assert len(scripted_claude.calls(tmp_path / "fake")) == 3
 
 

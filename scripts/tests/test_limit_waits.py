@@ -127,7 +127,7 @@ def names(events: list[dict[str, Any]]) -> list[str]:
 def test_a_usage_limit_waits_for_the_reset_and_continues_the_session() -> None:
     result, events, driver, _ = run(loop(), [usage_limited(NOW + 300), ok()])
     assert result.terminated_by == "terminal"
-    assert result.iterations == 2  # the wait counted no iteration: work, then done
+    assert result.iterations == 1  # the wait counted no iteration
     assert names(events) == [
         "loop_start",
         "state_enter",
@@ -212,7 +212,7 @@ def test_rate_limits_back_off_doubling_then_the_state_runs_again() -> None:
     results = [api_error(429, rejected), api_error(529, "API Error: 529 Overloaded"), ok()]
     result, events, driver, _ = run(loop(), results)
     assert result.terminated_by == "terminal"
-    assert result.iterations == 2
+    assert result.iterations == 1
     backoffs = [e for e in events if e["event"] == "rate_limit_backoff"]
     assert [(b["kind"], b["attempt"], b["seconds"]) for b in backoffs] == [
         ("rate_limit", 1, 60.0),

@@ -292,7 +292,7 @@ class ProgressDisplay:
     def _rate_limit_backoff(self, event: dict[str, Any]) -> None:
         self._finish_line()
         seconds = event.get("seconds")
-        shown = format_wait(seconds) if isinstance(seconds, int | float) else "?"
+        shown = _seconds(seconds) if isinstance(seconds, int | float) else "?"
         attempt, retries = event.get("attempt", "?"), event.get("retries", "?")
         write_line(f"{INDENT}{one_line(event.get('message', ''))}")
         write_line(f"{INDENT}backing off {shown} (retry {attempt} of {retries})")
@@ -306,6 +306,11 @@ class ProgressDisplay:
 
     def _loop_complete(self, event: dict[str, Any]) -> None:
         self._finish_line()
+
+
+def _seconds(seconds: float) -> str:
+    """`0.5s`, `42s`, `4m00s`: short backoffs keep their fraction."""
+    return f"{seconds:g}s" if seconds < 60 else format_wait(seconds)
 
 
 def _last_line(text: object) -> str:

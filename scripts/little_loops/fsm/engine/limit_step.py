@@ -9,7 +9,6 @@ the record of a wait that the state file keeps (`RunCursor.limit_wait`).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from little_loops.fsm.engine.context import StepContext, iso_time
@@ -49,7 +48,7 @@ def limit_of(result: ActionResult, slash: bool, now: float) -> LimitHit | None:
     rejected = claude.rate_limit
     if rejected is not None and rejected.status != "rejected":
         rejected = None
-    hit = classify_claude_result(
+    return classify_claude_result(
         result_text=claude.result_text,
         output=result.output,
         is_error=claude.is_error,
@@ -58,9 +57,6 @@ def limit_of(result: ActionResult, slash: bool, now: float) -> LimitHit | None:
         rejected_type=rejected.limit_type if rejected is not None else None,
         now=now,
     )
-    if hit is not None and rejected is not None and rejected.resets_at is not None:
-        hit = replace(hit, exact_reset=True)
-    return hit
 
 
 def wait_record(sc: StepContext, plan: LimitWait, session: str | None) -> dict[str, Any]:

@@ -40,12 +40,15 @@ class LimitHit:
     `resets_at` is epoch seconds (usage limits only; None when unknown). `limit_type` is
     the API's name of the limit (`five_hour`, `seven_day`, `seven_day_opus`, ...) from
     the `rate_limit_event` or from the message's words; None when neither says.
+    `exact_reset`: `resets_at` is the stream's exact epoch, not a time read from claude's
+    message (which gives minutes only).
     """
 
     kind: LimitKind
     message: str
     resets_at: float | None = None
     limit_type: str | None = None
+    exact_reset: bool = False
 
 
 _SEPARATOR = " \u00b7 "
@@ -187,7 +190,8 @@ def classify_claude_result(
     text = (result_text if result_text is not None else output).strip()
     if rejected_type is not None:
         message = text or f"usage limit reached ({rejected_type})"
-        return LimitHit("usage_limit", message, rejected_resets_at, rejected_type)
+        exact = rejected_resets_at is not None
+        return LimitHit("usage_limit", message, rejected_resets_at, rejected_type, exact)
     hit = limit_from_message(text, now)
     if hit is not None:
         return hit
