@@ -108,9 +108,9 @@ def test_a_handoff_in_a_file_the_agent_reads_does_not_fire(
         "\n"
         "[1/3] work -> /work the parser\n"
         "       ✓ success\n"
-        "       -> done (Ns)\n"
+        "       -> done (Ns, $C)\n"
         "\n"
-        "Loop completed: done (1 iteration, Ns)\n",
+        "Loop completed: done (1 iteration, Ns, $C, N tokens)\n",
         "",
     )
     # The action's log still holds the tool result, as claude printed it.
