@@ -32,7 +32,7 @@ KOLKATA = ZoneInfo("Asia/Kolkata")
 
 def at(zone: ZoneInfo, *fields: int) -> float:
     """Epoch seconds of a wall-clock time in `zone`: utc(24, 23, 21)."""
-    return datetime(*fields, tzinfo=zone).timestamp()  # type: ignore[misc]
+    return datetime(*fields, tzinfo=zone).timestamp()
 
 
 def utc(day: int, hour: int, minute: int = 0) -> float:
@@ -185,7 +185,7 @@ def test_usage_limit_messages(text: str, limit_type: str | None, resets_at: floa
     ],
 )
 def test_api_error_messages(text: str, kind: str) -> None:
-    assert limit_from_message(text, NOW) == LimitHit(kind, text)  # type: ignore[arg-type]
+    assert limit_from_message(text, NOW) == LimitHit(kind, text)
 
 
 @pytest.mark.parametrize(
@@ -345,7 +345,7 @@ def test_classification_of_the_recorded_transcripts(case: str) -> None:
     if kind is None:
         assert hit is None
         return
-    assert hit == LimitHit(kind, result["result"], resets_at, limit_type)  # type: ignore[arg-type]
+    assert hit == LimitHit(kind, result["result"], resets_at, limit_type)
 
 
 @pytest.mark.parametrize("case", sorted(FIXTURE_CASES))
@@ -361,7 +361,7 @@ def test_the_plain_text_of_the_recorded_transcripts(case: str) -> None:
         assert hit is None
         return
     minute = None if resets_at is None else resets_at - resets_at % 60
-    assert hit == LimitHit(kind, text, minute, limit_type)  # type: ignore[arg-type]
+    assert hit == LimitHit(kind, text, minute, limit_type)
 
 
 def test_the_parser_agrees_with_claude_within_the_minute() -> None:
