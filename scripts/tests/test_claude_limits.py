@@ -302,6 +302,7 @@ FIXTURE_CASES: dict[str, tuple[str | None, str | None, float | None]] = {
     "rate_limit_429": ("rate_limit", None, None),
     "overloaded_529": ("overloaded", None, None),
     "throttle": ("throttle", None, None),
+    "throttle_subscriber_429": ("throttle", None, None),
     "auth_401": (None, None, None),
 }
 
