@@ -5,7 +5,7 @@ limit, a 429 or 529 that outlives claude's own retries, the short throttle, a re
 key). `run_case` runs the real `claude -p` against it; the stream-json transcripts in
 `scripts/tests/fixtures/claude_limits/<case>.jsonl` were recorded with
 
-    LL_E2E_CLAUDE=... python scripts/tests/e2e/limit_cases.py
+    LL_E2E_CLAUDE=... python scripts/tests/e2e/limit_cases.py [CASE ...]
 
 and `test_e2e_claude_limits.py` runs every case again, so the fixtures stay honest.
 """
@@ -99,6 +99,13 @@ CASES = {
         ),
         LimitCase("overloaded_529", lambda now: overloaded(), max_retries=2),
         LimitCase("throttle", _throttle, subscriber=True, max_retries=1),
+        # A subscriber's plain 429 (no usage-limit headers) is the throttle as well.
+        LimitCase(
+            "throttle_subscriber_429",
+            lambda now: rate_limited("Number of requests has exceeded your rate limit"),
+            subscriber=True,
+            max_retries=1,
+        ),
         LimitCase("auth_401", _bad_key),
     )
 }
@@ -155,9 +162,9 @@ def stream_lines(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def _record(claude_bin: Path) -> None:
+def _record(claude_bin: Path, names: list[str]) -> None:
     FIXTURES.mkdir(parents=True, exist_ok=True)
-    for case in CASES.values():
+    for case in (CASES[name] for name in names or CASES):
         with tempfile.TemporaryDirectory() as tmp:
             run = run_case(case, claude_bin=claude_bin, workdir=Path(tmp), stream=True)
             transcript = run.stdout.replace(tmp, RECORDED_ROOT)
@@ -170,5 +177,5 @@ if __name__ == "__main__":
 
     from claude_code import E2E_CLAUDE_ENV
 
-    _record(Path(os.environ[E2E_CLAUDE_ENV]))
+    _record(Path(os.environ[E2E_CLAUDE_ENV]), sys.argv[1:])
     sys.exit(0)
