@@ -131,6 +131,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-n", "--max-iterations", type=_at_least_one, help="override max_iterations (>= 1)"
     )
+    # `--max N` meant `--max-iterations N` before `--max-cost` existed (an abbreviation);
+    # an exact option keeps it meaning that instead of becoming ambiguous.
+    parser.add_argument("--max", dest="max_iterations", type=_at_least_one, help=argparse.SUPPRESS)
     parser.add_argument("--no-llm", action="store_true", help="no LLM calls (judge by exit code)")
     parser.add_argument("--llm-model", help="model for every LLM evaluation of this run")
     parser.add_argument("-q", "--quiet", action="store_true", help="print errors only")

@@ -358,9 +358,10 @@ class RunCore:
         if claude is not None:
             self.cursor.spending.add(claude.cost_usd, spent_tokens(result))
 
-    def _spend_judgement(self, judgement: Judgement | None) -> None:
-        """What an LLM evaluation cost (its `Judgement.spending`)."""
-        spending = judgement.spending if judgement is not None else None
+    def _spend_judgement(self, judgement: Judgement | tuple[str, dict[str, Any]] | None) -> None:
+        """What an LLM evaluation cost (its `Judgement.spending`; a driver may submit a
+        plain `(verdict, details)`, which cost nothing we know of)."""
+        spending = getattr(judgement, "spending", None)
         if spending is not None:
             self.cursor.spending.add(spending.get("cost_usd"), spending.get("tokens") or {})
 

@@ -52,7 +52,7 @@ def evaluate_step(
     state: StateConfig,
     ctx: InterpolationContext,
     step: Step,
-    judgement: Judgement | None = None,
+    judgement: Judgement | tuple[str, dict[str, Any]] | None = None,
 ) -> Step:
     """Fill in the verdict (unless the action already failed); update prev and result.
 
@@ -69,7 +69,7 @@ def evaluate_step(
             return step
         if judgement is None:
             judgement = judge(state, ctx, step, sc.fsm.llm)
-        step.verdict, step.details = judgement.verdict, judgement.details
+        step.verdict, step.details = judgement[0], judgement[1]
     if not state.next:
         cursor.prev_result = prev_result_of(step, cursor.current_state)
     cursor.last_result = {"verdict": step.verdict, "details": step.details}
