@@ -13,9 +13,12 @@ Each `POST /v1/messages` is recorded in `server.requests` and answered by `respo
 (default: the next queued `Reply` in `server.replies`, else `default_reply`). Replace
 `server.responder` for anything smarter (the e2e harness answers from a script of rules).
 A request with `"stream": true` gets the same message as server-sent events, the way the
-real API streams it. Besides that, the server answers what the Claude Code CLI asks at
-start-up: `HEAD /` (a connectivity probe) with 200 and `POST /v1/messages/count_tokens`
-with a token count. Every other request is recorded and answered 404.
+real API streams it. A reply's `headers` go out with it: `rate_limited`, `overloaded` and
+`usage_limit_reached` build the replies that make claude retry, give up, or tell a
+subscriber that a usage limit was hit. Besides that, the server answers what the Claude
+Code CLI asks at start-up: `HEAD /` (a connectivity probe) with 200 and
+`POST /v1/messages/count_tokens` with a token count. Every other request is recorded and
+answered 404.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -47,10 +50,11 @@ class RecordedRequest:
 
 @dataclass
 class Reply:
-    """What to answer: an HTTP status and a JSON body."""
+    """What to answer: an HTTP status, a JSON body and extra response headers."""
 
     body: dict[str, Any]
     status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 def message(content: list[dict[str, Any]], stop_reason: str = "end_turn") -> dict[str, Any]:
@@ -83,6 +87,36 @@ def text_message(text: str) -> dict[str, Any]:
 def error_body(error_type: str, text: str) -> dict[str, Any]:
     """The API's error envelope, e.g. `error_body("authentication_error", "invalid key")`."""
     return {"type": "error", "error": {"type": error_type, "message": text}}
+
+
+def rate_limited(text: str = "Rate limited", *, retry_after: int | None = 1) -> Reply:
+    """A 429 an API-key user gets: claude retries it, waiting `retry-after` seconds.
+
+    Claude Code honours an integer `retry-after` up to 60 s and gives up at once beyond it.
+    """
+    headers = {} if retry_after is None else {"retry-after": str(retry_after)}
+    return Reply(error_body("rate_limit_error", text), status=429, headers=headers)
+
+
+def overloaded(text: str = "Overloaded") -> Reply:
+    """A 529: the API is overloaded (claude retries it like a 429)."""
+    return Reply(error_body("overloaded_error", text), status=529)
+
+
+def usage_limit_reached(resets_at: float | None, claim: str = "five_hour") -> Reply:
+    """The 429 a subscriber (OAuth) gets at a usage limit: claude never retries it.
+
+    `claim` is the limit hit (`five_hour`, `seven_day`, `seven_day_opus`, ...);
+    `resets_at` the epoch second it resets (None: the reset is not known).
+    """
+    headers = {
+        "anthropic-ratelimit-unified-status": "rejected",
+        "anthropic-ratelimit-unified-representative-claim": claim,
+    }
+    if resets_at is not None:
+        headers["anthropic-ratelimit-unified-reset"] = str(int(resets_at))
+    body = error_body("rate_limit_error", "This request would exceed your account's rate limit.")
+    return Reply(body, status=429, headers=headers)
 
 
 def stream_events(body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -212,7 +246,7 @@ def _handler_for(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
             reply = server.answer(request)
             streaming = isinstance(request.body, dict) and request.body.get("stream") is True
             if streaming and reply.status == 200:
-                self._send_stream(reply.body)
+                self._send_stream(reply)
             else:
                 self._send(reply)
 
@@ -228,19 +262,25 @@ def _handler_for(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(reply.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
+            self._send_extra_headers(reply)
             self.end_headers()
             self.wfile.write(payload)
 
-        def _send_stream(self, body: dict[str, Any]) -> None:
+        def _send_extra_headers(self, reply: Reply) -> None:
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+
+        def _send_stream(self, reply: Reply) -> None:
             chunks = [
                 f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-                for name, data in stream_events(body)
+                for name, data in stream_events(reply.body)
             ]
             payload = b"".join(chunks)
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
             self.send_header("Content-Length", str(len(payload)))
+            self._send_extra_headers(reply)
             self.end_headers()
             self.wfile.write(payload)
 

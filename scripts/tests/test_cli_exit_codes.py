@@ -18,6 +18,8 @@ from little_loops.cli.exit_codes import EXIT_CODE_TABLE, exit_code_for
         ("max_iterations", 4),
         ("stalled", 5),
         ("signal", 130),
+        ("usage_limited", 7),
+        ("budget_exhausted", 8),
         ("something new", 1),
     ],
 )
@@ -27,4 +29,4 @@ def test_exit_code_for(terminated_by: str, code: int) -> None:
 
 def test_table_lists_every_code() -> None:
     codes = [line.split()[0] for line in EXIT_CODE_TABLE.splitlines()[1:]]
-    assert codes == ["0", "1", "2", "3", "4", "5", "6", "130", "141"]
+    assert codes == ["0", "1", "2", "3", "4", "5", "6", "7", "8", "130", "141"]

@@ -70,7 +70,7 @@ def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     claude = bin_dir / "claude"
-    claude.write_text('#!/bin/sh\necho "claude did: $3"\n')
+    claude.write_text('#!/bin/bash\necho "claude did: ${@: -1}"\n')
     claude.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     monkeypatch.delenv("LL_CLAUDE_BIN", raising=False)

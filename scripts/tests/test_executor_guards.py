@@ -125,7 +125,7 @@ def test_a_slash_command_gets_the_continued_prompt_appended(
     claude = bin_dir / "claude"
     # The first session runs out of context; the second one reports what it was given.
     claude.write_text(
-        '#!/bin/sh\nif [ -f seen ]; then printf "%s" "$3" > prompt.txt; exit 0; fi\n'
+        '#!/bin/bash\nif [ -f seen ]; then printf "%s" "${@: -1}" > prompt.txt; exit 0; fi\n'
         'touch seen; echo "CONTEXT_HANDOFF: resume at phase 3"\n'
     )
     claude.chmod(0o755)

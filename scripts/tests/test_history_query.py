@@ -58,7 +58,7 @@ def test_history_prints_one_readable_line_per_state_visit(
     assert cli_in_process(capsys, "history", "fixer") == (
         0,
         "2020-05-01 02:14:00 loop_start loop=fixer\n"
-        "2020-05-01 02:14:07 fix  ✓ success -> test  (41s, $0.12)\n"
+        "2020-05-01 02:14:07 fix  ✓ success -> test  (41s, $C)\n"
         "2020-05-01 02:14:48 test  ✗ error - exit code 127 -> fix  (Ns)\n"
         "2020-05-01 02:14:49 loop_complete final_state=fix terminated_by=signal\n",
         "",

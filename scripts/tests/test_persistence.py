@@ -411,7 +411,8 @@ def test_spawn_handoff_saves_state_before_the_new_session_starts(
 ) -> None:
     claude = tmp_path / "claude"
     claude.write_text(
-        '#!/bin/sh\ncp .loops/.running/demo.state.json seen.json\nprintf "%s" "$3" > prompt.txt\n'
+        "#!/bin/bash\ncp .loops/.running/demo.state.json seen.json\n"
+        'printf "%s" "${@: -1}" > prompt.txt\n'
     )
     claude.chmod(0o755)
     monkeypatch.setenv("LL_CLAUDE_BIN", str(claude))

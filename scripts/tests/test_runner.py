@@ -305,17 +305,22 @@ def test_action_with_a_nul_byte_is_reported() -> None:
 # -- slash commands through a fake claude --------------------------------------------
 
 ECHO_ARGS = 'for arg in "$@"; do printf "[%s]\\n" "$arg"; done\n'
+# The prompt is claude's last argument (`-p <prompt>` comes after the flags).
+LAST_ARG = "for last; do :; done\n"
 
 
 def test_slash_command_runs_claude_from_the_constructor(tmp_path: Path) -> None:
     claude = write_script(tmp_path / "my-claude", ECHO_ARGS)
     result = DefaultActionRunner(claude_bin=str(claude)).run("/ll:check types", 10, True)
-    assert result.output == "[--dangerously-skip-permissions]\n[-p]\n[/ll:check types]\n"
+    assert result.output == (
+        "[--dangerously-skip-permissions]\n[--output-format]\n[stream-json]\n[--verbose]\n"
+        "[-p]\n[/ll:check types]\n"
+    )
     assert (result.exit_code, result.error) == (0, None)
 
 
 def test_slash_command_uses_ll_claude_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    claude = write_script(tmp_path / "env-claude", 'echo "env claude: $3"\n')
+    claude = write_script(tmp_path / "env-claude", LAST_ARG + 'echo "env claude: $last"\n')
     monkeypatch.setenv("LL_CLAUDE_BIN", str(claude))
     result = DefaultActionRunner().run("/ll:x", 10, True)
     assert result.output == "env claude: /ll:x\n"
@@ -332,7 +337,7 @@ def test_constructor_claude_wins_over_the_environment(
 def test_slash_command_finds_claude_on_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write_script(tmp_path / "claude", 'echo "path claude: $3"\n')
+    write_script(tmp_path / "claude", LAST_ARG + 'echo "path claude: $last"\n')
     monkeypatch.delenv("LL_CLAUDE_BIN", raising=False)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     assert DefaultActionRunner().run("/ll:y", 10, True).output == "path claude: /ll:y\n"

@@ -64,6 +64,8 @@ _RUN_LONG_FLAGS = (
     "--queue",
     "--stall-threshold",
     "--context",
+    "--max-cost",
+    "--notify",
 )
 
 
@@ -107,6 +109,16 @@ def _not_negative(text: str) -> int:
     return value
 
 
+def _positive_dollars(text: str) -> float:
+    try:
+        value = float(text.strip().removeprefix("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an amount in US dollars, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text!r}")
+    return value
+
+
 def _integer(text: str) -> int:
     try:
         return int(text)
@@ -119,6 +131,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-n", "--max-iterations", type=_at_least_one, help="override max_iterations (>= 1)"
     )
+    # `--max N` meant `--max-iterations N` before `--max-cost` existed (an abbreviation);
+    # an exact option keeps it meaning that instead of becoming ambiguous.
+    parser.add_argument("--max", dest="max_iterations", type=_at_least_one, help=argparse.SUPPRESS)
     parser.add_argument("--no-llm", action="store_true", help="no LLM calls (judge by exit code)")
     parser.add_argument("--llm-model", help="model for every LLM evaluation of this run")
     parser.add_argument("-q", "--quiet", action="store_true", help="print errors only")
@@ -133,6 +148,20 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         type=_not_negative,
         metavar="N",
         help="override stall_threshold for this run (0 turns the stall guard off)",
+    )
+    parser.add_argument(
+        "--max-cost",
+        type=_positive_dollars,
+        metavar="USD",
+        help="the run's budget in US dollars (overrides max_cost_usd; kept on resume); "
+        "reached: the run stops, exit 8",
+    )
+    parser.add_argument(
+        "--notify",
+        metavar="CMD",
+        help="shell command run (detached, 60 s at most) when the run ends or needs someone, "
+        "with LL_LOOP, LL_EVENT, LL_STATUS, LL_MESSAGE, LL_STATE_FILE set; replaces the "
+        "loop's notify: ('' for none)",
     )
 
 
@@ -308,7 +337,9 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         verbose=args.verbose,
         queue=args.queue,
         stall_threshold=args.stall_threshold,
+        max_cost=args.max_cost,
         context=tuple(getattr(args, "context", None) or ()),
+        notify=args.notify,
     )
 
 

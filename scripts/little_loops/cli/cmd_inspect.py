@@ -14,8 +14,11 @@ from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.liveness import Owner, describe_status, owner_of, process_alive
 from little_loops.cli.output import Logger, write_line
 from little_loops.cli.resolve import LOOP_SUFFIXES, LOOPS_DIR, loop_name_for
+from little_loops.cli.spending_text import spending_line
+from little_loops.fsm.engine.spending import format_cost
 from little_loops.fsm.errors import StateFileError
 from little_loops.fsm.persistence import RUNNING_DIR, LoopState, StatePersistence
+from little_loops.fsm.store.run_history import LIVE_STATUSES, UNFINISHED_STATUSES
 
 STATUS_PROMPT_WIDTH = 200
 # Errors `status` lists (all of them, up to 50, are in `--json`), with their stderr tails.
@@ -23,7 +26,7 @@ STATUS_ERRORS = 10
 STATUS_STDERR_LINES = 20
 # Saved runs `list --running` shows: live, paused, or resumable after an interruption
 # or a stall.
-UNFINISHED_STATUSES = ("running", "awaiting_continuation", "interrupted", "stalled")
+
 # Not "Running loops:" (the reference's title): paused and interrupted runs are listed too.
 UNFINISHED_TITLE = "Unfinished runs:"
 
@@ -77,7 +80,7 @@ def _list_running(as_json: bool) -> int:
 
 
 def _short_status(state: LoopState) -> str:
-    if state.status != "running":
+    if state.status not in LIVE_STATUSES:
         return state.status
     owner = owner_of(state)
     if owner is Owner.GONE:
@@ -139,6 +142,11 @@ def status_lines(state: LoopState, loop_arg: str) -> list[str]:
         lines.append(f"Last verdict: {state.last_result['verdict']}")
     if state.error:
         lines.append(f"Error: {state.error}")
+    spent = spending_line(state.spending)
+    if spent is not None:
+        lines.append(spent)
+    if state.max_cost_usd is not None:
+        lines.append(f"Budget: {format_cost(state.max_cost_usd)} (--max-cost)")
     if state.continuation_prompt:
         prompt = state.continuation_prompt
         if len(prompt) > STATUS_PROMPT_WIDTH:

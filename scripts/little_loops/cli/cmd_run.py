@@ -56,8 +56,11 @@ class RunOptions:
     verbose: bool = False
     queue: bool = False
     stall_threshold: int | None = None
+    max_cost: float | None = None  # `--max-cost`: the run's budget in dollars
     # `run --context KEY=VALUE`, in the order given (a later KEY wins).
     context: tuple[tuple[str, str], ...] = ()
+    # `--notify CMD`: replaces the loop's `notify` for this run ("": none).
+    notify: str | None = None
 
 
 def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
@@ -72,6 +75,10 @@ def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
         fsm.llm.enabled = False
     if options.stall_threshold is not None:
         fsm.stall_threshold = options.stall_threshold
+    if options.max_cost is not None:
+        fsm.max_cost_usd = options.max_cost
+    if options.notify is not None:
+        fsm.notify = options.notify or None
 
 
 def run_command(
@@ -101,6 +108,8 @@ def run_command(
         ]
         executor = _executor(fsm, display, lock, StatePersistence(fsm.name, LOOPS_DIR))
         executor.context_overrides = dict(options.context)
+        executor.budget_override = options.max_cost
+        executor.notify_override = options.notify
         _say_if_unfinished(executor.archive_previous(), loop_arg)
         result = _execute(executor, display, lambda: executor.run(clear_previous=False))
         return report_run(result, fsm, loop_arg, display, quiet=options.quiet)
@@ -166,6 +175,8 @@ def resume_command(
             persistence.remove_crash_leftovers()
         display = _display(fsm, options)
         executor = _executor(fsm, display, lock, persistence)
+        executor.budget_override = options.max_cost
+        executor.notify_override = options.notify
         if from_history:
             bring_back_from_history(executor, loop_arg, Logger(quiet=options.quiet))
         saved = persistence.load_state_checked()
@@ -285,8 +296,12 @@ def _start_background(
         args += ["--max-continuations", str(options.max_continuations)]
     if options.stall_threshold is not None:
         args += ["--stall-threshold", str(options.stall_threshold)]
+    if options.max_cost is not None:
+        args += ["--max-cost", repr(options.max_cost)]
     for key, value in options.context:
         args += ["--context", f"{key}={value}"]
+    if options.notify is not None:
+        args.append(f"--notify={options.notify}")  # `=`: a command may start with "-"
     log_path = log_path_for(LOOPS_DIR, fsm.name)
     # Checked here so a refusal is seen at once, and held while the log of a running
     # loop would be truncated. A queued start waits in the background, not here.

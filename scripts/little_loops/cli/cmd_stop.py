@@ -34,6 +34,7 @@ from little_loops.cli.resolve import LOOPS_DIR, loop_name_for
 from little_loops.fsm.errors import RunFilesError
 from little_loops.fsm.persistence import LoopState, StatePersistence
 from little_loops.fsm.store.locking import AlreadyRunningError, acquire_loop_lock, read_holder
+from little_loops.fsm.store.run_history import LIVE_STATUSES
 from little_loops.fsm.store.state_files import now_iso
 
 STOP_GRACE_SECONDS = 10.0
@@ -64,7 +65,7 @@ def stop_command(loop_arg: str) -> int:
             logger.error(f"No state found for: {loop_arg}")
             return FAILED
         ended_orphans = owner_of(state) is not Owner.ALIVE and _end_orphans(state, logger)
-        if ended_orphans and state.status != "running":
+        if ended_orphans and state.status not in LIVE_STATUSES:
             return OK  # what was left running is stopped; the saved run stays as it is
         problem = _without_lock_holder(state, persistence, stopped, loop_arg, logger)
         if problem is not None:
@@ -90,7 +91,7 @@ def _without_lock_holder(
     """Pick the target from the saved state; an exit code when there is nothing to stop."""
     if state.status == "awaiting_continuation" and _spawned_session(persistence) is not None:
         return None
-    if state.status != "running":
+    if state.status not in LIVE_STATUSES:
         logger.error(f"Loop not running: {loop_arg} (status: {state.status})")
         return FAILED
     owner = owner_of(state)
@@ -207,7 +208,7 @@ def _mark_interrupted(
         return None  # a new run owns the loop now; its files are not ours to change
     with lock:
         state = persistence.load_state_checked()
-        if state is None or state.status != "running":
+        if state is None or state.status not in LIVE_STATUSES:
             return state
         state.status = "interrupted"
         state.terminated_by = "signal"

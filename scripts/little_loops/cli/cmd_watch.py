@@ -38,6 +38,7 @@ from little_loops.fsm.persistence import LoopState, StatePersistence, is_process
 from little_loops.fsm.process.output_files import action_log_name
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.store.locking import read_holder
+from little_loops.fsm.store.run_history import LIVE_STATUSES
 
 POLL_SECONDS = 0.2
 """How often the events file is read (and the action's log, with `-v`)."""
@@ -245,7 +246,9 @@ class _Watcher:
         deadline = time.monotonic() + FINAL_STATE_WAIT_SECONDS
         while True:
             state = self.persistence.load_state()
-            done = state is None or state.status != "running" or owner_of(state) != Owner.ALIVE
+            done = (
+                state is None or state.status not in LIVE_STATUSES or owner_of(state) != Owner.ALIVE
+            )
             if done or time.monotonic() >= deadline:
                 return state
             time.sleep(POLL_SECONDS)
@@ -276,7 +279,7 @@ def _child_alive(pid: int) -> bool:
 
 
 def _under_way(state: LoopState) -> bool:
-    return state.status == "running" and owner_of(state) in (Owner.ALIVE, Owner.ELSEWHERE)
+    return state.status in LIVE_STATUSES and owner_of(state) in (Owner.ALIVE, Owner.ELSEWHERE)
 
 
 def _this_run(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

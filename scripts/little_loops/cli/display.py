@@ -23,15 +23,20 @@ which reads the events afterwards, takes them from the events' own timestamps (`
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 from little_loops.cli.live_line import ActivityLine
 from little_loops.cli.output import GREEN, RED, paint, silence_stdout, write_line
+from little_loops.cli.spending_text import cost_of_event, reset_phrase
+from little_loops.fsm.engine.spending import format_cost
+from little_loops.fsm.model.durations import format_duration as format_wait
 
 INDENT = " " * 7
 ACTION_WIDTH = 60
@@ -80,6 +85,8 @@ class ProgressDisplay:
         # else comes first and it gets its own `!` line).
         self._action_error: str | None = None
         self._action_exit: tuple[int, str] | None = None
+        # What the actions of the current state cost (slash commands report it).
+        self._state_cost: float | None = None
 
     def __call__(self, event: dict[str, Any]) -> None:
         if not self.enabled:
@@ -161,6 +168,7 @@ class ProgressDisplay:
 
     def _state_enter(self, event: dict[str, Any]) -> None:
         self._state_started = self._time_of(event)
+        self._state_cost = None
         iteration = event.get("iteration", "?")
         self._iteration = iteration if isinstance(iteration, int) else 0
         self._open_line(f"[{iteration}/{self.max_iterations}] {event.get('state', '?')}")
@@ -180,6 +188,11 @@ class ProgressDisplay:
 
     def _action_complete(self, event: dict[str, Any]) -> None:
         self.activity.stop()
+        cost = cost_of_event(event)
+        if cost is not None:
+            self._state_cost = (self._state_cost or 0.0) + cost
+        if event.get("limit"):
+            return  # the limit's own line says what happened; the state runs again
         if event.get("error"):
             self._action_error = one_line(event["error"])
         exit_code = event.get("exit_code")
@@ -234,7 +247,8 @@ class ProgressDisplay:
             return
         spent = self._time_of(event) - self._state_started
         stalled = "stalled, on_stall " if event.get("reason") == "stalled" else ""
-        write_line(f"{INDENT}{stalled}-> {event.get('to', '?')} ({spent:.1f}s)")
+        cost = "" if self._state_cost is None else f", {format_cost(self._state_cost)}"
+        write_line(f"{INDENT}{stalled}-> {event.get('to', '?')} ({spent:.1f}s{cost})")
 
     def _handoff(self, event: dict[str, Any]) -> None:
         self._finish_line()
@@ -260,8 +274,43 @@ class ProgressDisplay:
         shown = f"{seconds:g}" if isinstance(seconds, (int, float)) else "?"
         write_line(f"{INDENT}waiting {shown}s")
 
+    def _limit_wait(self, event: dict[str, Any]) -> None:
+        self._finish_line()
+        self.activity.stop()
+        until = event.get("until")
+        now = self._wall_time_of(event)
+        when = reset_phrase(until, now) if isinstance(until, str) else "when it resets"
+        write_line(f"{INDENT}{one_line(event.get('message', ''))}")
+        write_line(f"{INDENT}waiting for the usage limit to reset {when}")
+
+    def _limit_wait_end(self, event: dict[str, Any]) -> None:
+        self._finish_line()
+        waited = event.get("waited_seconds")
+        shown = format_wait(waited) if isinstance(waited, int | float) else "?"
+        write_line(f"{INDENT}usage limit reset after {shown}: {event.get('state', '?')} again")
+
+    def _rate_limit_backoff(self, event: dict[str, Any]) -> None:
+        self._finish_line()
+        seconds = event.get("seconds")
+        shown = _seconds(seconds) if isinstance(seconds, int | float) else "?"
+        attempt, retries = event.get("attempt", "?"), event.get("retries", "?")
+        write_line(f"{INDENT}{one_line(event.get('message', ''))}")
+        write_line(f"{INDENT}backing off {shown} (retry {attempt} of {retries})")
+
+    def _wall_time_of(self, event: dict[str, Any]) -> float:
+        stamp = event.get("ts")
+        if isinstance(stamp, str):
+            with contextlib.suppress(ValueError):
+                return datetime.fromisoformat(stamp).timestamp()
+        return time.time()
+
     def _loop_complete(self, event: dict[str, Any]) -> None:
         self._finish_line()
+
+
+def _seconds(seconds: float) -> str:
+    """`0.5s`, `42s`, `4m00s`: short backoffs keep their fraction."""
+    return f"{seconds:g}s" if seconds < 60 else format_wait(seconds)
 
 
 def _last_line(text: object) -> str:
@@ -280,5 +329,8 @@ _HANDLERS = {
     "handoff_continued": ProgressDisplay._handoff_continued,
     "checkpoint": ProgressDisplay._checkpoint,
     "backoff": ProgressDisplay._backoff,
+    "limit_wait": ProgressDisplay._limit_wait,
+    "limit_wait_end": ProgressDisplay._limit_wait_end,
+    "rate_limit_backoff": ProgressDisplay._rate_limit_backoff,
     "loop_complete": ProgressDisplay._loop_complete,
 }

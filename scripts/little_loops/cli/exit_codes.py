@@ -13,6 +13,8 @@ HANDOFF = 3
 MAX_ITERATIONS = 4
 STALLED = 5
 BUSY = 6  # already running, or a running loop shares the scope (not a run outcome)
+USAGE_LIMITED = 7
+BUDGET_EXHAUSTED = 8
 BROKEN_PIPE = 141
 INTERRUPTED = 130
 
@@ -26,6 +28,8 @@ _BY_OUTCOME = {
     "max_iterations": MAX_ITERATIONS,
     "stalled": STALLED,
     "signal": INTERRUPTED,
+    "usage_limited": USAGE_LIMITED,
+    "budget_exhausted": BUDGET_EXHAUSTED,
 }
 
 EXIT_CODE_TABLE = """\
@@ -37,6 +41,8 @@ exit codes:
   4    max_iterations reached (maintain: true loops always end here or on timeout)
   5    stalled (a guard stopped a loop going round in circles)
   6    not started: the loop is already running, or a running loop shares its scope
+  7    usage limit: Claude's limit resets beyond rate_limit.max_wait (resume after it)
+  8    budget reached: max_cost_usd / --max-cost (resume with a higher --max-cost)
   130  interrupted (Ctrl-C, SIGTERM, ll-loop stop)
   141  stdout closed early (e.g. ll-loop list | head -1)"""
 

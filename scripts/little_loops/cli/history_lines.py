@@ -25,6 +25,7 @@ from little_loops.cli.display import GOOD_VERDICTS, one_line, shorten
 from little_loops.cli.display import _last_line as last_line
 from little_loops.cli.history_query import event_moment
 from little_loops.cli.output import GREEN, RED, paint
+from little_loops.fsm.engine.spending import format_cost
 
 FOLDED = frozenset({"state_enter", "action_start", "action_complete", "evaluate"})
 COST_KEYS = ("cost_usd", "total_cost_usd", "cost")
@@ -116,7 +117,7 @@ def _route_line(event: dict[str, Any], visit: _Visit) -> str:
 def _took(start: datetime | None, end: datetime | None, visit: _Visit) -> str:
     parts = [_duration((end - start).total_seconds())] if start and end else []
     if visit.costed:
-        parts.append(f"${visit.cost:.2f}")
+        parts.append(format_cost(visit.cost))
     return ", ".join(parts) or "?"
 
 

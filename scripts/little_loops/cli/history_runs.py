@@ -15,6 +15,7 @@ from typing import Any
 
 from little_loops.cli.history_lines import clock_time
 from little_loops.cli.output import plural
+from little_loops.cli.spending_text import spent_text
 from little_loops.fsm.store.run_history import folder_order, history_dir
 
 
@@ -44,6 +45,7 @@ class Run:
             "status": self.state.get("status"),
             "iterations": self.state.get("iteration"),
             "final_state": self.state.get("current_state"),
+            "spending": self.state.get("spending") or None,
         }
 
     def line(self) -> str:
@@ -53,7 +55,12 @@ class Run:
         count = plural(iterations, "iteration") if isinstance(iterations, int) else "?"
         where = self.state.get("current_state") or "?"
         latest = "  (latest)" if self.latest else ""
-        return f"{self.number:>4}  {clock_time(started)}  {status:<22} {count:<14} {where}{latest}"
+        spent = spent_text(self.state.get("spending")).removeprefix(", ")
+        spent = f"  {spent}" if spent else ""
+        return (
+            f"{self.number:>4}  {clock_time(started)}  {status:<22} {count:<14} "
+            f"{where}{spent}{latest}"
+        )
 
 
 def runs_of(loops_dir: Path, running_dir: Path, loop_name: str) -> list[Run]:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import socket
+import time
 from enum import Enum
 
 from little_loops.cli.resolve import LOOPS_DIR
+from little_loops.cli.spending_text import reset_phrase
 from little_loops.fsm.persistence import RUNNING_DIR, LoopState, is_process_alive
 from little_loops.fsm.store.locking import lock_file_exists, read_holder
+from little_loops.fsm.store.run_history import LIVE_STATUSES, WAITING
 
 
 class Owner(Enum):
@@ -38,21 +41,37 @@ def owner_of(state: LoopState) -> Owner:
 
 def describe_status(state: LoopState, loop_arg: str) -> str:
     """The status as a person should read it: a dead `running` run is interrupted."""
-    if state.status != "running":
-        return state.status
+    if state.status not in LIVE_STATUSES:
+        return state.status + _reset_note(state)
     owner = owner_of(state)
+    doing = _live_word(state)
     if owner is Owner.ALIVE:
-        return f"running (pid {state.pid})"
+        return f"{doing} (pid {state.pid})"
     if owner is Owner.GONE:  # crashed or killed: the file still says running
         return f"interrupted (process {state.pid} gone; ll-loop resume {loop_arg})"
     if owner is Owner.ELSEWHERE:
-        return f"running (pid {state.pid} on host {state.host})"
-    return "running"
+        return f"{doing} (pid {state.pid} on host {state.host})"
+    return doing
+
+
+def _live_word(state: LoopState) -> str:
+    wait = state.limit_wait
+    if state.status != WAITING or not wait:
+        return "running"
+    return f"waiting for the usage limit to reset {reset_phrase(wait['until'], time.time())}"
+
+
+def _reset_note(state: LoopState) -> str:
+    """When a run stopped during (or by) a usage-limit wait may go on."""
+    wait = state.limit_wait
+    if not wait or state.status not in ("interrupted", "usage_limited"):
+        return ""
+    return f" (usage limit resets {reset_phrase(wait['until'], time.time())})"
 
 
 def process_alive(state: LoopState) -> bool | None:
     """For `--json`: whether a `running` run's process lives; None when not known/relevant."""
-    if state.status != "running":
+    if state.status not in LIVE_STATUSES:
         return None
     owner = owner_of(state)
     if owner in (Owner.ALIVE, Owner.GONE):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from little_loops.cli.error_list import error_lines
 from little_loops.cli.output import format_duration, plural
+from little_loops.cli.spending_text import spent_text
 from little_loops.fsm.executor import ExecutionResult
 from little_loops.fsm.schema import FSMLoop
 
@@ -46,7 +47,7 @@ def _outcome(result: ExecutionResult, fsm: FSMLoop, loop_arg: str) -> Summary:
     """What happened; `loop_arg` is what the user typed for the loop."""
     where = (
         f"{result.final_state} ({plural(result.iterations, 'iteration')}, "
-        f"{format_duration(result.duration_ms)})"
+        f"{format_duration(result.duration_ms)}{spent_text(result.spending)})"
     )
     outcome = result.terminated_by
     resume = f"Resume with: ll-loop resume {loop_arg}"
@@ -65,6 +66,14 @@ def _outcome(result: ExecutionResult, fsm: FSMLoop, loop_arg: str) -> Summary:
         return _handoff_summary(result, fsm, where, loop_arg)
     if outcome == "signal":
         return Summary([f"Loop interrupted: {where}", resume], is_problem=True)
+    if outcome == "budget_exhausted":
+        raise_it = f"Resume with a higher budget: ll-loop resume {loop_arg} --max-cost N"
+        stopped = f"Loop stopped: {where} - {result.error}"
+        return Summary([stopped, raise_it], is_problem=True, essential=[raise_it])
+    if outcome == "usage_limited":
+        after = f"Resume after the reset: ll-loop resume {loop_arg}"
+        paused = f"Loop paused for Claude's usage limit: {where} - {result.error}"
+        return Summary([paused, after], is_problem=True, essential=[after])
     if outcome == "stalled":
         # Resumable once a person has looked: the guard's counters are kept.
         stalled = f"Loop stalled: {where} - {_reason(result, fsm)}"

@@ -21,7 +21,7 @@ import operator as _op
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from little_loops.fsm.interpolation import (
@@ -105,10 +105,15 @@ JSON_LOG_LIMIT_BYTES = 16 * 1024 * 1024
 
 @dataclass
 class EvaluationResult:
-    """A verdict (`success`, `failure`, `error`, `target`, ...) and what led to it."""
+    """A verdict (`success`, `failure`, `error`, `target`, ...) and what led to it.
+
+    Addition: `spending`, what an LLM evaluation cost (`{"cost_usd", "tokens"}`); not
+    compared, so results compare as they did in the reference.
+    """
 
     verdict: str
     details: dict[str, Any]
+    spending: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 def _error(message: str) -> EvaluationResult:
@@ -266,6 +271,7 @@ def evaluate_llm_structured(
 ) -> EvaluationResult:
     """Ask a Claude model for a verdict through a forced `evaluate` tool call."""
     sdk = _current_sdk() if ANTHROPIC_AVAILABLE else None
+    spent: list[dict[str, Any]] = []
     verdict, details = ask_model(
         sdk,
         output,
@@ -276,8 +282,9 @@ def evaluate_llm_structured(
         model=model,
         max_tokens=max_tokens,
         timeout=timeout,
+        spent=spent,
     )
-    return EvaluationResult(verdict, details)
+    return EvaluationResult(verdict, details, spent[0] if spent else None)
 
 
 # --- Agent reports ------------------------------------------------------------------

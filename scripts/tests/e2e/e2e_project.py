@@ -35,13 +35,17 @@ class E2EProject:
     """A project folder whose `ll-loop` talks to the fake API at `base_url`.
 
     `home` is a separate empty folder, so claude's own files (`~/.claude*`) stay out of
-    the project and user-level commands never mix with the project's.
+    the project and user-level commands never mix with the project's. `subscriber` and
+    `max_retries` are those of `claude_env`: set them before a run to make claude a
+    subscription user (usage limits) or let it retry a 429/529 itself.
     """
 
     root: Path
     home: Path
     base_url: str
     claude_bin: Path
+    subscriber: bool = False
+    max_retries: int = 0
 
     def env(self) -> dict[str, str]:
         return claude_env(
@@ -49,6 +53,8 @@ class E2EProject:
             home=self.home,
             claude_bin=self.claude_bin,
             extra_path=[VENV_BIN],
+            subscriber=self.subscriber,
+            max_retries=self.max_retries,
         )
 
     def write_loop(self, name: str, text: str) -> Path:

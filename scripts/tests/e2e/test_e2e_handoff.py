@@ -60,7 +60,7 @@ def test_pause_then_resume(
         "       ✗ failure\n"
         f"       handoff: {CONTINUATION}\n"
         "\n"
-        "Loop paused for handoff: work (1 iteration, Ns)\n"
+        "Loop paused for handoff: work (1 iteration, Ns, $C, N tokens)\n"
         f"Continuation: {CONTINUATION}\n"
         "Resume with: ll-loop resume paused\n",
         "",
@@ -80,9 +80,9 @@ def test_pause_then_resume(
         "\n"
         f"[2/5] work -> /work the parser {CONTINUATION}\n"
         "       ✓ success\n"
-        "       -> done (Ns)\n"
+        "       -> done (Ns, $C)\n"
         "\n"
-        "Loop completed: done (2 iterations, Ns)\n",
+        "Loop completed: done (2 iterations, Ns, $C, N tokens)\n",
         "",
     )
     assert project.state("paused")["status"] == "completed"
@@ -115,7 +115,7 @@ def test_spawned_session_resumes_the_loop(
         "       ✗ failure\n"
         f"       handoff: {CONTINUATION}\n"
         "\n"
-        "Loop handed off to a new Claude session: work (1 iteration, Ns)\n"
+        "Loop handed off to a new Claude session: work (1 iteration, Ns, $C, N tokens)\n"
         f"Continuation: {CONTINUATION}\n"
         "Session log: .loops/.running/spawned.handoff.log\n"
         "Follow with: ll-loop status spawned\n",
@@ -142,9 +142,9 @@ def test_spawned_session_resumes_the_loop(
         "\n"
         f"[2/5] work -> /work the parser {CONTINUATION}\n"
         "       ✓ success\n"
-        "       -> done (Ns)\n"
+        "       -> done (Ns, $C)\n"
         "\n"
-        "Loop completed: done (2 iterations, Ns)"
+        "Loop completed: done (2 iterations, Ns, $C, N tokens)"
     )
     assert len(requests) == 4
 
@@ -176,9 +176,9 @@ def test_continue_through_two_handoffs(
         "       continuing in a fresh process (continuation 2)\n"
         "[3/5] work -> /work the parser Continue with part 3\n"
         "       ✓ success\n"
-        "       -> done (Ns)\n"
+        "       -> done (Ns, $C)\n"
         "\n"
-        "Loop completed: done (3 iterations, Ns)\n",
+        "Loop completed: done (3 iterations, Ns, $C, N tokens)\n",
         "",
     )
     state = project.state("continued")

@@ -52,9 +52,9 @@ def test_llm_verdict_on_a_slash_command(
     assert _judged_run(project, script, judge) == (
         0,
         RUN_HEADER + "       ✓ success (confidence: 0.9)\n"
-        "       -> done (Ns)\n"
+        "       -> done (Ns, $C)\n"
         "\n"
-        "Loop completed: done (1 iteration, Ns)\n",
+        "Loop completed: done (1 iteration, Ns, $C, N tokens)\n",
         "",
     )
     claude_request, judge_request = fake_api.messages_requests()
@@ -85,7 +85,7 @@ def test_malformed_llm_reply_is_an_error_verdict(
     assert _judged_run(project, script, judge) == (
         1,
         RUN_HEADER + f"       ✗ error - {error}\n\n",
-        f"Loop failed: work (1 iteration, Ns) - {error}\n",
+        f"Loop failed: work (1 iteration, Ns, $C, N tokens) - {error}\n",
     )
     evaluate: dict[str, Any] = next(
         event for event in project.events("judged") if event["event"] == "evaluate"

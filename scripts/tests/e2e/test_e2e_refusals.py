@@ -10,9 +10,13 @@ from e2e_project import E2EProject
 from fake_anthropic import FakeAnthropicServer
 from fixtures.cli_support import normalize
 
+# `retries: 0`: a 429 claude gave up on ends the run as it did before backoffs existed
+# (test_e2e_overnight.py shows the backoff).
 REFUSED_LOOP = """\
 name: refused
 initial: work
+rate_limit:
+  retries: 0
 states:
   work:
     action: /work the parser

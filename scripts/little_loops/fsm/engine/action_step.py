@@ -27,9 +27,13 @@ __all__ = [
     "DEFAULT_ACTION_TIMEOUT",
     "StreamingRunner",
     "call_runner",
+    "claude_keys",
     "complete_action",
+    "completed_keys",
     "is_slash",
     "prepare_action",
+    "prepare_retry",
+    "spent_tokens",
 ]
 
 DEFAULT_ACTION_TIMEOUT = 120
@@ -38,7 +42,8 @@ DEFAULT_ACTION_TIMEOUT = 120
 class StreamingRunner(Protocol):
     """A runner whose class sets `supports_streaming = True`: it takes `on_line` (each
     line); with `supports_text_blocks = True` also `on_text` (blocks of whole lines); with
-    `supports_output_log = True` also `log_path`."""
+    `supports_output_log = True` also `log_path`; with `supports_resume_session = True`
+    also `resume_session`."""
 
     def run(
         self,
@@ -49,6 +54,7 @@ class StreamingRunner(Protocol):
         on_line: Callable[[str], None] | None = None,
         on_text: Callable[[str], None] | None = None,
         log_path: Path | None = None,
+        resume_session: str | None = None,
     ) -> ActionResult: ...
 
 
@@ -68,6 +74,17 @@ def prepare_action(
     return RunAction(action, timeout, is_slash(state, action), scan, _log_path(sc))
 
 
+def prepare_retry(
+    sc: StepContext, state: StateConfig, first: RunAction, *, action: str, session: str | None
+) -> RunAction:
+    """The request that runs `state`'s action again after a limit: `action` (the same
+    text, or a prompt to continue claude's `session`), a fresh scan and timeout."""
+    sc.emit("action_start", action=action)
+    timeout = _action_timeout(sc, state.timeout or DEFAULT_ACTION_TIMEOUT)
+    scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
+    return RunAction(action, timeout, first.slash, scan, first.log_path, session)
+
+
 def complete_action(
     sc: StepContext, state: StateConfig, request: RunAction, result: ActionResult
 ) -> Step:
@@ -77,7 +94,7 @@ def complete_action(
     if scan is not None and scan.lines == 0:
         # A runner that does not stream (or streamed nothing): scan what it returned.
         scan.feed_text(result.output)
-    sc.emit("action_complete", **_completed_keys(result))
+    sc.emit("action_complete", **completed_keys(result))
     if state.capture:
         sc.cursor.captured[state.capture] = _capture(result)
     step = Step(action=result, slash=request.slash, signal=_acted_on(sc, scan))
@@ -124,7 +141,7 @@ def _action_timeout(sc: StepContext, limit: float) -> float:
     return min(limit, max(remaining, 0.001))  # an action never outlives the loop
 
 
-def _completed_keys(result: ActionResult) -> dict[str, Any]:
+def completed_keys(result: ActionResult) -> dict[str, Any]:
     """The payload of `action_complete`."""
     completed: dict[str, Any] = {
         "exit_code": result.exit_code,
@@ -136,7 +153,41 @@ def _completed_keys(result: ActionResult) -> dict[str, Any]:
         completed["stderr_tail"] = stderr_tail(result.stderr)  # addition: why it failed
     if result.log_path is not None:
         completed["log_path"] = result.log_path  # addition: the action's whole stdout
+    completed.update(claude_keys(result))
     return completed
+
+
+def claude_keys(result: ActionResult) -> dict[str, Any]:
+    """Additions to `action_complete` for a slash command: what claude reported (cost,
+    tokens, turns, session, its error status)."""
+    claude = result.claude
+    if claude is None:
+        return {}
+    keys: dict[str, Any] = {}
+    if claude.cost_usd is not None:
+        keys["cost_usd"] = claude.cost_usd
+    tokens = spent_tokens(result)
+    if any(tokens.values()):
+        keys["tokens"] = tokens
+    for key in ("num_turns", "session_id", "api_error_status"):
+        if getattr(claude, key) is not None:
+            keys[key] = getattr(claude, key)
+    if claude.is_error:
+        keys["is_error"] = True
+    return keys
+
+
+def spent_tokens(result: ActionResult) -> dict[str, int]:
+    """The tokens claude reported for the action, by kind (none for shell actions)."""
+    claude = result.claude
+    if claude is None:
+        return {}
+    return {
+        "input": claude.input_tokens,
+        "output": claude.output_tokens,
+        "cache_read": claude.cache_read_tokens,
+        "cache_creation": claude.cache_creation_tokens,
+    }
 
 
 def _capture(result: ActionResult) -> dict[str, Any]:
@@ -168,29 +219,31 @@ def call_runner(
     scan: SignalScan | None,
     output_callback: Callable[[str], None] | None,
     log_path: Path | None,
+    resume_session: str | None = None,
 ) -> ActionResult:
     """Run `action`; feed the scan from the stream, or from the result when nothing streamed.
 
-    `log_path` reaches only runners that set `supports_output_log`.
+    `log_path` reaches only runners that set `supports_output_log`, `resume_session`
+    only those that set `supports_resume_session` (and only when there is one).
     """
+    extra: dict[str, Any] = {}
+    if resume_session is not None and getattr(runner, "supports_resume_session", False) is True:
+        extra["resume_session"] = resume_session
     if getattr(runner, "supports_streaming", False) is True:
         streaming = cast(StreamingRunner, runner)
-        result = _run_streaming(streaming, action, timeout, slash, scan, output_callback, log_path)
-    else:
-        result = runner.run(action, timeout=timeout, is_slash_command=slash)
-    return result
+        feeds = _streaming_feeds(streaming, scan, output_callback, log_path)
+        return streaming.run(action, timeout=timeout, is_slash_command=slash, **feeds, **extra)
+    run: Callable[..., ActionResult] = runner.run
+    return run(action, timeout=timeout, is_slash_command=slash, **extra)
 
 
-def _run_streaming(
+def _streaming_feeds(
     runner: StreamingRunner,
-    action: str,
-    timeout: float,
-    slash: bool,
     scan: SignalScan | None,
     output_callback: Callable[[str], None] | None,
     log_path: Path | None,
-) -> ActionResult:
-    """Run through a streaming runner, asking for a log when we keep logs and it can.
+) -> dict[str, Any]:
+    """What to give a streaming runner: the readers, and a log when we keep logs and it can.
 
     The signal scan reads the output in blocks (`on_text`) and the output callback
     line by line (`on_line`), so both see every line, also those the runner no longer
@@ -203,7 +256,7 @@ def _run_streaming(
         feeds["on_line"] = _both(scan.feed, output_callback)
     if log_path is not None and getattr(runner, "supports_output_log", False) is True:
         feeds["log_path"] = log_path
-    return runner.run(action, timeout=timeout, is_slash_command=slash, **feeds)
+    return feeds
 
 
 def _both(

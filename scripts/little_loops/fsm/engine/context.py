@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from little_loops.fsm.engine.run_guards import RunGuards
+from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.handoff_handler import HandoffHandler
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.process.checkpoint import CheckpointResult
@@ -67,6 +68,10 @@ class RunCursor:
     `handoff_delivered` whether its prompt already reached the state's action,
     `pending_handoff` the handoff signal of the last action, `redirected` the states left
     by `on_max_visits` since a state last ran (a cycle of them stalls the run).
+    Additions: `spending`, what the run has spent so far (the budget's measure), and
+    `limit_wait`, the usage-limit wait under way or cut short ({"state", "until",
+    "message", "limit_type", "resets_at", "session_id"}), so a resumed run waits only
+    what is left and continues claude's session.
     """
 
     current_state: str
@@ -81,6 +86,8 @@ class RunCursor:
     started_at: str = ""
     start_time_ms: int = 0
     redirected: set[str] = field(default_factory=set)
+    spending: RunSpending = field(default_factory=RunSpending)
+    limit_wait: dict[str, Any] | None = None
 
     def copy(self) -> RunCursor:
         """A copy that shares no mutable part with this cursor."""
@@ -89,6 +96,8 @@ class RunCursor:
             captured=dict(self.captured),
             redirected=set(self.redirected),
             handoff_context=dict(self.handoff_context) if self.handoff_context else None,
+            spending=self.spending.copy(),
+            limit_wait=dict(self.limit_wait) if self.limit_wait else None,
         )
 
 

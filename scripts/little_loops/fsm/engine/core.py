@@ -18,14 +18,35 @@ from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
 from typing import Any
 
-from little_loops.fsm.engine.action_step import complete_action, prepare_action
+from little_loops.fsm.engine.action_step import (
+    complete_action,
+    completed_keys,
+    prepare_action,
+    prepare_retry,
+    spent_tokens,
+)
 from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor, StepContext, iso_time
 from little_loops.fsm.engine.evaluation_step import (
+    Judgement,
     evaluate_step,
     judging_needs_host_io,
     needs_judgement,
 )
 from little_loops.fsm.engine.handoff_flow import handle_handoff
+from little_loops.fsm.engine.limit_policy import (
+    LimitBackoff,
+    LimitGiveUp,
+    LimitWait,
+    plan_after_limit,
+    saved_wait_plan,
+)
+from little_loops.fsm.engine.limit_step import (
+    CONTINUE_PROMPT,
+    backoff_keys,
+    limit_of,
+    wait_keys,
+    wait_record,
+)
 from little_loops.fsm.engine.requests import (
     Checkpoint,
     EvaluateWithIO,
@@ -34,6 +55,7 @@ from little_loops.fsm.engine.requests import (
     Request,
     RunAction,
     Sleep,
+    WaitUntil,
 )
 from little_loops.fsm.engine.routing_step import (
     leave_over_visited,
@@ -49,12 +71,21 @@ from little_loops.fsm.engine.run_events import (
     ignore_event,
 )
 from little_loops.fsm.engine.run_guards import RunGuards
+from little_loops.fsm.engine.spending import format_cost
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step, step_ending
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
+from little_loops.fsm.interpolation import InterpolationContext
+from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import FSMLoop, StateConfig
 from little_loops.fsm.signal_detector import SignalDetector
 
-__all__ = ["RunCore"]
+__all__ = ["BUDGET", "USAGE_LIMITED", "RunCore"]
+
+BUDGET = "budget_exhausted"
+"""`terminated_by` of a run that reached its budget (`max_cost_usd`, `--max-cost`)."""
+
+USAGE_LIMITED = "usage_limited"
+"""`terminated_by` of a run whose usage limit resets beyond `rate_limit.max_wait`."""
 
 # What the core's generator yields, and what it is sent back.
 _Steps = Generator[Request, Any, None]
@@ -168,7 +199,7 @@ class RunCore:
                 return Ending("error", f"State '{self.cursor.current_state}' is not in the loop")
             reason = self._stop_reason(state)
             if reason is not None:
-                return Ending(reason)
+                return Ending(reason, self._budget_message() if reason == BUDGET else None)
             if state.terminal:
                 ending = maintain_restart(sc, state)
             elif not self.guards.may_enter(self.cursor.current_state, state):
@@ -197,6 +228,8 @@ class RunCore:
             return "signal"
         if state.terminal and not self.fsm.maintain:
             return "terminal"  # even when this was the last allowed iteration
+        if self._budget_reached():
+            return BUDGET
         if self.cursor.iteration >= self.fsm.max_iterations:
             return "max_iterations"
         if self._loop_timed_out():
@@ -208,17 +241,17 @@ class RunCore:
         ctx = sc.interpolation()
         step = Step()
         if state.action:
-            prepared = prepare_action(sc, state, ctx)
-            if isinstance(prepared, RunAction):
-                step = complete_action(sc, state, prepared, (yield prepared))
-            else:
-                step = prepared
+            acted = yield from self._act(sc, state, ctx)
+            if isinstance(acted, Ending):
+                return acted
+            step = acted
             ending = self._end_after_action(step)
             if ending is not None:
                 return ending
         judgement = None
         if needs_judgement(state, step) and judging_needs_host_io(state, step, self.fsm.llm):
             judgement = yield EvaluateWithIO(state, ctx, step, self.fsm.llm)
+            self._spend_judgement(judgement)
         evaluate_step(sc, state, ctx, step, judgement)
         handoff = step.signal_of("handoff")
         if step.action is not None and self._checkpoints:
@@ -230,6 +263,119 @@ class RunCore:
         if handoff is not None:
             return (yield from self._hand_off(sc, handoff))
         return route_after_step(sc, state, ctx, step)
+
+    # -- an action, and the limits it may meet ---------------------------------------------
+
+    def _act(
+        self, sc: StepContext, state: StateConfig, ctx: InterpolationContext
+    ) -> Generator[Request, Any, Step | Ending]:
+        """Run `state`'s action until it gets through or a limit plan gives up; waits and
+        backoffs count no iteration, error or stall streak (the state simply runs again)."""
+        saved = self.cursor.limit_wait
+        if saved is not None and saved.get("state") == self.cursor.current_state:
+            give_up = saved_wait_plan(saved, self.fsm.rate_limit, now=self._now())
+            if give_up is not None:
+                return Ending(USAGE_LIMITED, give_up.message)
+            if not (yield from self._wait_for_limit(saved)):
+                return Ending("signal")
+            first = prepare_action(sc, state, ctx)
+            if not isinstance(first, RunAction):
+                return first
+            request = self._retry(sc, state, first, saved.get("session_id"))
+        else:
+            self.cursor.limit_wait = None  # a wait of a state the run has left
+            prepared = prepare_action(sc, state, ctx)
+            if not isinstance(prepared, RunAction):
+                return prepared
+            request = first = prepared
+        backoffs = usage_waits = 0
+        while True:
+            result: ActionResult = yield request
+            self._spend(result)
+            hit = None if self.shutdown_requested else limit_of(result, request.slash, self._now())
+            if hit is None:
+                return complete_action(sc, state, request, result)
+            plan = plan_after_limit(
+                hit,
+                self.fsm.rate_limit,
+                backoffs=backoffs,
+                usage_waits=usage_waits,
+                now=self._now(),
+            )
+            if plan is None:
+                return complete_action(sc, state, request, result)
+            self._emit("action_complete", limit=hit.kind, **completed_keys(result))
+            session = result.claude.session_id if result.claude is not None else None
+            if isinstance(plan, LimitGiveUp):
+                if plan.until is not None:  # resume waits for it, or gives up again
+                    self.cursor.limit_wait = wait_record(sc, LimitWait(plan.until, hit), session)
+                return Ending(USAGE_LIMITED, plan.message)
+            if isinstance(plan, LimitWait):
+                usage_waits += 1
+                record = wait_record(sc, plan, session)
+                self.cursor.limit_wait = record
+                if not (yield from self._wait_for_limit(record)):
+                    return Ending("signal")
+                request = self._retry(sc, state, first, session)
+            else:
+                backoffs += 1
+                if not (yield from self._back_off(plan)):
+                    return Ending("signal")
+                request = self._retry(sc, state, first, None)
+
+    def _retry(
+        self, sc: StepContext, state: StateConfig, first: RunAction, session: str | None
+    ) -> RunAction:
+        """The request that runs the action again: claude's session continued when it
+        may be, the same action otherwise."""
+        if session is not None and first.slash and self.fsm.rate_limit.continue_session:
+            return prepare_retry(sc, state, first, action=CONTINUE_PROMPT, session=session)
+        return prepare_retry(sc, state, first, action=first.action, session=None)
+
+    def _wait_for_limit(self, record: dict[str, Any]) -> Generator[Request, Any, bool]:
+        """Wait out a usage limit (`record`, kept in the cursor meanwhile so a stopped or
+        crashed run waits only what is left); False when a shutdown cut it short."""
+        self.cursor.limit_wait = record
+        started = self._now()
+        self._emit("limit_wait", **wait_keys(record, started))
+        yield WaitUntil(record["until"])
+        if self.shutdown_requested:
+            return False
+        self.cursor.limit_wait = None
+        waited = max(round(self._now() - started), 0)
+        self._emit("limit_wait_end", state=record["state"], waited_seconds=waited)
+        return True
+
+    def _back_off(self, plan: LimitBackoff) -> Generator[Request, Any, bool]:
+        """Back off from a rate limit or overload; False when a shutdown cut it short."""
+        retries = self.fsm.rate_limit.retries
+        self._emit("rate_limit_backoff", **backoff_keys(self.cursor.current_state, plan, retries))
+        yield Sleep(plan.seconds)
+        return not self.shutdown_requested
+
+    def _spend(self, result: ActionResult) -> None:
+        claude = result.claude
+        if claude is not None:
+            self.cursor.spending.add(claude.cost_usd, spent_tokens(result))
+
+    def _spend_judgement(self, judgement: Judgement | tuple[str, dict[str, Any]] | None) -> None:
+        """What an LLM evaluation cost (its `Judgement.spending`; a driver may submit a
+        plain `(verdict, details)`, which cost nothing we know of)."""
+        spending = getattr(judgement, "spending", None)
+        if spending is not None:
+            self.cursor.spending.add(spending.get("cost_usd"), spending.get("tokens") or {})
+
+    def _budget_reached(self) -> bool:
+        budget = self.fsm.max_cost_usd
+        return budget is not None and self.cursor.spending.cost_usd >= budget
+
+    def _budget_message(self) -> str:
+        spent = self.cursor.spending.cost_usd
+        budget = self.fsm.max_cost_usd or 0.0
+        return f"budget reached: spent {format_cost(spent)} of {format_cost(budget)}"
+
+    def _now(self) -> float:
+        return self.clock.wall()
 
     def _checkpoint(self, reason: str) -> Generator[Request, Any, None]:
         """Commit the work of the state that just ran (`checkpoint: git`)."""
@@ -281,6 +427,7 @@ class RunCore:
 
     def _result(self, terminated_by: str, error: str | None) -> ExecutionResult:
         cursor = self.cursor
+        spending = cursor.spending
         return ExecutionResult(
             final_state=cursor.current_state,
             iterations=cursor.iteration,
@@ -289,6 +436,7 @@ class RunCore:
             captured=cursor.captured,
             error=error,
             errors=self.guards.errors.to_list(),
+            spending=spending.to_dict() if spending.anything else None,
         )
 
     # -- helpers ------------------------------------------------------------------------

@@ -10,7 +10,7 @@ that raises gives the `error` verdict. It sets the cursor's `prev_result` and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from little_loops.fsm.engine.context import StepContext
 from little_loops.fsm.engine.step_result import Step, full_output_log, log_key
@@ -21,6 +21,7 @@ from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import LLMConfig, StateConfig
 
 __all__ = [
+    "Judgement",
     "evaluate_step",
     "judge",
     "judging_needs_host_io",
@@ -51,7 +52,7 @@ def evaluate_step(
     state: StateConfig,
     ctx: InterpolationContext,
     step: Step,
-    judgement: tuple[str, dict[str, Any]] | None = None,
+    judgement: Judgement | tuple[str, dict[str, Any]] | None = None,
 ) -> Step:
     """Fill in the verdict (unless the action already failed); update prev and result.
 
@@ -68,7 +69,7 @@ def evaluate_step(
             return step
         if judgement is None:
             judgement = judge(state, ctx, step, sc.fsm.llm)
-        step.verdict, step.details = judgement
+        step.verdict, step.details = judgement[0], judgement[1]
     if not state.next:
         cursor.prev_result = prev_result_of(step, cursor.current_state)
     cursor.last_result = {"verdict": step.verdict, "details": step.details}
@@ -89,9 +90,16 @@ def prev_result_of(step: Step, state_name: str) -> dict[str, Any]:
     }
 
 
-def judge(
-    state: StateConfig, ctx: InterpolationContext, step: Step, llm: LLMConfig
-) -> tuple[str, dict[str, Any]]:
+class Judgement(NamedTuple):
+    """A state's verdict and details, and what judging it cost (an LLM evaluation's
+    `{"cost_usd", "tokens"}`; None: nothing)."""
+
+    verdict: str
+    details: dict[str, Any]
+    spending: dict[str, Any] | None = None
+
+
+def judge(state: StateConfig, ctx: InterpolationContext, step: Step, llm: LLMConfig) -> Judgement:
     """The verdict and details of `step`; an evaluator that raises gives `error`."""
     action = step.action
     try:
@@ -102,13 +110,11 @@ def judge(
         log_path = full_output_log(action) if action else None
         result = evaluate(state.evaluate, output, exit_code, ctx, llm=llm, log_path=log_path)
     except Exception as exc:  # evaluators report expected failures; this is a backstop
-        return "error", {"error": f"Evaluation failed: {type(exc).__name__}: {exc}"}
-    return result.verdict, result.details
+        return Judgement("error", {"error": f"Evaluation failed: {type(exc).__name__}: {exc}"})
+    return Judgement(result.verdict, result.details, result.spending)
 
 
-def _default_judgement(
-    action: ActionResult, slash: bool, llm: LLMConfig
-) -> tuple[str, dict[str, Any]]:
+def _default_judgement(action: ActionResult, slash: bool, llm: LLMConfig) -> Judgement:
     """No `evaluate`: the LLM check for a slash command when enabled, else the exit code."""
     if slash and llm.enabled:
         result = evaluate_llm_structured(
@@ -116,4 +122,4 @@ def _default_judgement(
         )
     else:
         result = evaluate_exit_code(action.exit_code)
-    return result.verdict, result.details
+    return Judgement(result.verdict, result.details, result.spending)

@@ -24,6 +24,7 @@ __all__ = [
     "Request",
     "RunAction",
     "Sleep",
+    "WaitUntil",
 ]
 
 
@@ -33,7 +34,8 @@ class RunAction:
 
     `scan` (when signals are watched) may be fed with the output as it streams; what it
     did not see the core scans from the result. `log_path`: where a runner that keeps
-    logs writes the whole stdout.
+    logs writes the whole stdout. `resume_session`: the claude session a slash command
+    continues (`--resume`), for runners that can (`supports_resume_session`).
     """
 
     action: str
@@ -41,12 +43,13 @@ class RunAction:
     slash: bool
     scan: SignalScan | None = None
     log_path: Path | None = None
+    resume_session: str | None = None  # continue this claude session (`--resume <id>`)
 
 
 @dataclass(frozen=True)
 class EvaluateWithIO:
     """Judge a state whose evaluator needs the host (the LLM judge, a file, a log);
-    submit `(verdict, details)` from `evaluation_step.judge(state, ctx, step, llm)`."""
+    submit the `Judgement` from `evaluation_step.judge(state, ctx, step, llm)`."""
 
     state: StateConfig
     ctx: InterpolationContext
@@ -71,6 +74,15 @@ class Sleep:
 
 
 @dataclass(frozen=True)
+class WaitUntil:
+    """Wait until the wall-clock time `until` (epoch seconds; a usage limit's reset)
+    unless a shutdown cuts it short; submit None. Measured against the wall clock, so a
+    machine that slept through part of the wait does not wait that part again."""
+
+    until: float
+
+
+@dataclass(frozen=True)
 class HandOff:
     """Give a handoff to the `HandoffHandler` (pause or spawn); submit its `HandoffResult`."""
 
@@ -86,5 +98,5 @@ class Finish:
     result: ExecutionResult
 
 
-Request = RunAction | EvaluateWithIO | Checkpoint | Sleep | HandOff | Finish
+Request = RunAction | EvaluateWithIO | Checkpoint | Sleep | WaitUntil | HandOff | Finish
 Result = Any

@@ -54,6 +54,8 @@ def completion_keys(result: ExecutionResult) -> dict[str, Any]:
         keys["error"] = result.error
     if result.stop_reason is not None:
         keys["stop_reason"] = result.stop_reason
+    if result.spending is not None:
+        keys["spending"] = result.spending  # addition: what the run spent
     return keys
 
 

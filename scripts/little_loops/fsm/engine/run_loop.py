@@ -41,6 +41,7 @@ from little_loops.fsm.engine.requests import (
     Request,
     RunAction,
     Sleep,
+    WaitUntil,
 )
 from little_loops.fsm.engine.run_events import ignore_event
 from little_loops.fsm.engine.run_guards import RunGuards
@@ -54,6 +55,8 @@ from little_loops.fsm.signal_detector import DetectedSignal, SignalDetector
 __all__ = ["ExecutionResult", "FSMExecutor"]
 
 T = TypeVar("T")
+
+WALL_CLOCK_RECHECK_SECONDS = 30.0
 
 
 class _CursorField(Generic[T]):
@@ -208,6 +211,20 @@ class FSMExecutor:
             self.handoff_result = request.ending.handoff_result
         return request.result
 
+    def _wait_until(self, until: float) -> None:
+        """Wait until the wall-clock time `until`, or a shutdown. Looked at again every
+        `WALL_CLOCK_RECHECK_SECONDS`: a machine that slept through part of a long wait
+        (a laptop lid closed overnight) goes on as soon as it wakes past the time."""
+        while not self._shutdown_requested:
+            remaining = until - self.clock.wall()
+            if remaining <= 0:
+                return
+            try:
+                self._wake.get(timeout=min(remaining, WALL_CLOCK_RECHECK_SECONDS))
+                return
+            except queue.Empty:
+                continue
+
     def _serve(self, request: Request) -> Any:
         """Do the I/O `request` asks for; return its result."""
         if isinstance(request, RunAction):
@@ -219,6 +236,7 @@ class FSMExecutor:
                 request.scan,
                 self.output_callback,
                 request.log_path,
+                request.resume_session,
             )
         if isinstance(request, EvaluateWithIO):
             return judge(request.state, request.ctx, request.step, request.llm)
@@ -231,6 +249,9 @@ class FSMExecutor:
             # `request_shutdown` cuts the wait short.
             with contextlib.suppress(queue.Empty):
                 self._wake.get(timeout=request.seconds)
+            return None
+        if isinstance(request, WaitUntil):
+            self._wait_until(request.until)
             return None
         assert isinstance(request, HandOff) and self.handoff_handler is not None
         return self.handoff_handler.handle(request.loop_name, request.continuation)

@@ -82,6 +82,8 @@ class ExecutionResult:
     continuations_exhausted: bool = False
     # Addition: the last errors seen during the run (see `guards.ErrorLog`), oldest first.
     errors: list[dict[str, Any]] = field(default_factory=list)
+    # Addition: what the run spent ({"cost_usd", "tokens"}, see `spending`); None: nothing.
+    spending: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -103,6 +105,8 @@ class ExecutionResult:
             out["continuations_exhausted"] = True
         if self.errors:
             out["errors"] = self.errors
+        if self.spending is not None:
+            out["spending"] = self.spending
         return out
 
 

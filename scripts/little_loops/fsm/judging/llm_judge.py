@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from little_loops.fsm.judging.model_prices import cost_of, usage_tokens
+
 DEFAULT_LLM_PROMPT = "Evaluate whether this action succeeded based on its output."
 
 DEFAULT_LLM_SCHEMA: dict[str, Any] = {
@@ -74,8 +76,11 @@ def ask_model(
     model: str,
     max_tokens: int,
     timeout: int,
+    spent: list[dict[str, Any]] | None = None,
 ) -> Verdict:
-    """Judge `output` with the model; `sdk` is the `anthropic` module or None when absent."""
+    """Judge `output` with the model; `sdk` is the `anthropic` module or None when absent.
+
+    `spent` (addition) receives what the call cost (`spending_of`), when it was made."""
     if sdk is None:
         return "error", {"error": MISSING_SDK_MESSAGE, "missing_dependency": True}
     request = build_request(output, prompt, schema, model, max_tokens, timeout)
@@ -83,10 +88,26 @@ def ask_model(
         response = _send(sdk, request)
     except _RequestFailed as failure:
         return "error", failure.details
+    spending = spending_of(response, model)
+    if spent is not None and spending is not None:
+        spent.append(spending)
     tool_input = find_tool_input(response)
     if tool_input is None:
         return "error", {"error": "No evaluation in LLM response"}
     return read_verdict(tool_input, min_confidence, uncertain_suffix)
+
+
+def spending_of(response: Any, model: str) -> dict[str, Any] | None:
+    """`{"cost_usd", "tokens"}` of one call (cost None when the model is not priced),
+    from the `usage` the SDK reports; None when it reports none."""
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return None
+    tokens = usage_tokens(usage)
+    return {
+        "cost_usd": cost_of(str(getattr(response, "model", None) or model), tokens),
+        "tokens": tokens,
+    }
 
 
 def build_request(

@@ -37,6 +37,7 @@ from pathlib import Path
 from little_loops.fsm.process.background_groups import BackgroundGroups, group_exists
 from little_loops.fsm.process.claude_refusal import CLAUDE_NOT_FOUND as CLAUDE_NOT_FOUND
 from little_loops.fsm.process.claude_refusal import claude_not_found, claude_refusal
+from little_loops.fsm.process.claude_stream import STREAM_JSON_FLAGS, ClaudeRun, ClaudeStream
 from little_loops.fsm.process.output_files import SpareFiles, truncation_marker
 from little_loops.fsm.process.output_streams import (
     LineCallback,
@@ -83,7 +84,8 @@ class ActionResult:
     marker line); `log_path` is the file holding all of stdout, when one was written;
     `cancelled` says the runner's `cancel()` stopped the action before it finished (an
     action that exited on its own, even as a cancel arrived, is not cancelled: its
-    result stands).
+    result stands). `claude`: what a slash command's claude reported about its run (its
+    stream-json: session, cost, tokens, turns, errors, rate limits); None for shell actions.
     """
 
     output: str
@@ -95,6 +97,7 @@ class ActionResult:
     output_truncated: bool = False
     log_path: str | None = None
     cancelled: bool = False
+    claude: ClaudeRun | None = None
 
 
 def is_slash_command(action: str) -> bool:
@@ -250,12 +253,17 @@ class DefaultActionRunner:
 
     `supports_streaming`: `run` takes `on_line`; `supports_text_blocks`: and `on_text`.
     `supports_output_log`: `run` takes `log_path`, the file that receives the action's
-    whole stdout.
+    whole stdout. `supports_resume_session`: `run` takes `resume_session`, a claude
+    session a slash command continues (`--resume`).
+
+    Slash commands run with `--output-format stream-json --verbose`: the readers get only
+    what the agent says (`claude_stream`), the log keeps the lines claude printed.
     """
 
     supports_streaming = True
     supports_text_blocks = True
     supports_output_log = True
+    supports_resume_session = True
 
     def __init__(
         self,
@@ -287,17 +295,21 @@ class DefaultActionRunner:
         on_line: LineCallback | None = None,
         log_path: Path | None = None,
         on_text: TextCallback | None = None,
+        resume_session: str | None = None,
     ) -> ActionResult:
         """Run `action` for at most `timeout` seconds; never raises for expected failures.
 
         `on_line` gets each line of stdout (without its line break) as it is written,
-        `on_text` the same text in blocks of whole lines (see `OutputReaders`).
+        `on_text` the same text in blocks of whole lines (see `OutputReaders`); for a
+        slash command, that is the text the agent says (and any plain-text line claude
+        prints), and `output` is claude's final result text. `resume_session` makes a
+        slash command continue that claude session (`--resume`); shell actions ignore it.
         `log_path` (its folder is created, an old file there replaced) receives all of
         stdout, and `<log_path minus .log>.stderr.log` all of stderr; each appears once
         the action has printed something to it (see `output_files.PendingLog`).
         """
         started = time.monotonic()
-        argv = self._argv(action, is_slash_command)
+        argv = self._argv(action, is_slash_command, resume_session)
         try:
             running = self._start(argv, log_path)
         except (OSError, ValueError) as exc:
@@ -316,7 +328,10 @@ class DefaultActionRunner:
             running.notice = self.on_group_running
             running.notice_at = started + GROUP_NOTICE_SECONDS
             readers = OutputReaders(on_line, on_text)
-            return self._supervise(running, started, timeout, readers, is_slash_command)
+            claude = ClaudeStream(readers, cap=self.output_cap) if is_slash_command else None
+            if claude is not None:  # claude's lines go through it, always followed
+                readers = OutputReaders(on_text=claude.feed)
+            return self._supervise(running, started, timeout, readers, claude)
         except BaseException:
             # Ctrl-C or a raising line callback: never leave the action running behind us.
             running.signal_group(signal.SIGKILL)
@@ -346,10 +361,14 @@ class DefaultActionRunner:
         running.cancelled = True
         running.signal_group(signal.SIGTERM)
 
-    def _argv(self, action: str, is_slash_command: bool) -> list[str]:
-        if is_slash_command:
-            return [self._claude_bin(), "--dangerously-skip-permissions", "-p", action]
-        return ["bash", "-c", action]
+    def _argv(
+        self, action: str, is_slash_command: bool, resume_session: str | None = None
+    ) -> list[str]:
+        if not is_slash_command:
+            return ["bash", "-c", action]
+        resume = ["--resume", resume_session] if resume_session else []
+        flags = ["--dangerously-skip-permissions", *STREAM_JSON_FLAGS, *resume]
+        return [self._claude_bin(), *flags, "-p", action]
 
     @staticmethod
     def _executable(argv: list[str]) -> str | None:
@@ -391,14 +410,14 @@ class DefaultActionRunner:
         started: float,
         timeout: float,
         readers: OutputReaders,
-        is_slash_command: bool,
+        claude: ClaudeStream | None,
     ) -> ActionResult:
         outcome = running.wait(started + timeout, readers)
         if outcome not in ("finished", "lingering"):
             running.stop_group(readers)
         running.stdout.finish(readers)
         running.stdout.publish_log()
-        result = self._result(running, readers.present)
+        result = self._result(running, readers.present, claude)
         if outcome == "lingering" or (outcome == "finished" and group_exists(running.process.pid)):
             self._keep_in_background(running)
         result.duration_ms = _ms_since(started)
@@ -407,7 +426,7 @@ class DefaultActionRunner:
             result.cancelled = True
         elif outcome == "timeout":
             _mark_interrupted(result, TIMEOUT_EXIT_CODE, f"Action timed out after {timeout:g}s")
-        elif is_slash_command:
+        elif claude is not None:
             _explain_claude_refusal(result)
         return result
 
@@ -417,11 +436,17 @@ class DefaultActionRunner:
         group = ActionGroup.left_behind(running.process.pid)
         self.background.adopt(group, running.stdout, running.stderr)
 
-    def _result(self, running: _RunningAction, followed: bool) -> ActionResult:
-        output, dropped = running.stdout.tail(self.output_cap, followed=followed)
+    def _result(
+        self, running: _RunningAction, followed: bool, claude: ClaudeStream | None
+    ) -> ActionResult:
         log_path = str(running.stdout.log_path) if running.stdout.log_path else None
-        if dropped:
-            output = truncation_marker("output", dropped, log_path) + output
+        if claude is not None:
+            # claude's final result text (or, without one, the text handed on), not the
+            # JSON lines of its stdout.
+            claude.close()
+            output, truncated = claude.output_with_marker(log_path)
+        else:
+            output, truncated = self._stdout_tail(running, followed, log_path)
         # None only for a process that could not be reaped after a timeout or cancel,
         # whose exit code is replaced by 124 or 130 anyway.
         exit_code = running.process.returncode
@@ -430,9 +455,18 @@ class DefaultActionRunner:
             stderr=running.stderr.text(),
             exit_code=exit_code if exit_code is not None else -1,
             duration_ms=0,
-            output_truncated=dropped > 0,
+            output_truncated=truncated,
             log_path=log_path,
+            claude=claude.run if claude is not None else None,
         )
+
+    def _stdout_tail(
+        self, running: _RunningAction, followed: bool, log_path: str | None
+    ) -> tuple[str, bool]:
+        output, dropped = running.stdout.tail(self.output_cap, followed=followed)
+        if dropped:
+            return truncation_marker("output", dropped, log_path) + output, True
+        return output, False
 
 
 @functools.lru_cache(maxsize=4)

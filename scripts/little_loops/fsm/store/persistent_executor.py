@@ -21,6 +21,7 @@ from typing import Any
 
 from little_loops.fsm.engine.context import EventCallback, RunCursor
 from little_loops.fsm.engine.run_loop import FSMExecutor
+from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.errors import LoopError, RunFilesError, StateFileError
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
@@ -32,7 +33,13 @@ from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
 from little_loops.fsm.store.locking import lock_file_exists, read_holder
 from little_loops.fsm.store.log_retention import LogRetention
-from little_loops.fsm.store.run_history import UNFINISHED_STATUSES, archive_previous_run
+from little_loops.fsm.store.notifier import RunNotifier, notify_log_path, run_notifier
+from little_loops.fsm.store.run_history import (
+    LIVE_STATUSES,
+    UNFINISHED_STATUSES,
+    WAITING,
+    archive_previous_run,
+)
 from little_loops.fsm.store.state_files import (
     PHASE_ENTERED,
     PHASE_ROUTED,
@@ -71,6 +78,8 @@ _FINAL_STATUS = {
     "timeout": "failed",
     "signal_stop": "stopped",
     "stalled": "stalled",
+    "budget_exhausted": "budget_exhausted",
+    "usage_limited": "usage_limited",
 }
 _NOT_DETAILS = ("event", "ts", "type", "verdict")
 _RESUMABLE = UNFINISHED_STATUSES
@@ -145,7 +154,7 @@ def _refusal(state: LoopState, max_continuations: int, running_dir: Path) -> str
     ended = _ended_reason(state)
     if ended is not None:
         return f"{ended}; start a new run with: ll-loop run {name}"
-    if state.status == "running" and _owner_alive(state, running_dir):
+    if state.status in LIVE_STATUSES and _owner_alive(state, running_dir):
         return f"loop '{name}' is running (pid {state.pid})"
     if state.status not in _RESUMABLE:
         return f"loop '{name}' has status '{state.status}', which cannot be resumed"
@@ -272,6 +281,13 @@ class PersistentExecutor:
         self._counts_visits = any(state.max_visits for state in fsm.states.values())
         # `run --context` values (already in `fsm.context`), saved so `resume` keeps them.
         self.context_overrides: dict[str, str] = {}
+        # The budget given on the command line for this run (`--max-cost`): saved, so a
+        # resume without `--max-cost` keeps it instead of the loop file's.
+        self.budget_override: float | None = None
+        # Tells a person when the run ends or waits (`notify`); None: nobody to tell.
+        self.notifier: RunNotifier | None = run_notifier(fsm.notify, self.persistence)
+        # The command given with `--notify` ("": none), saved so `resume` keeps it.
+        self.notify_override: str | None = None
 
     def request_shutdown(self) -> None:
         """Ask the inner executor to stop; the run is then saved as `interrupted`."""
@@ -282,6 +298,8 @@ class PersistentExecutor:
     def _handle_event(self, event: dict[str, Any]) -> None:
         """Persist first, then let the chained observer (the CLI display) see the event."""
         self._persist_event(event)
+        if self.notifier is not None:
+            self.notifier.on_event(event)
         if self.event_callback is not None:
             self.event_callback(event)
 
@@ -314,6 +332,12 @@ class PersistentExecutor:
         elif kind == "action_complete":
             self._action_group = None
             self._prune_logs(event)
+        elif kind == "limit_wait":
+            # The wait and what it waits for are on disk before it starts: a run stopped
+            # or killed meanwhile waits only what is left when it is resumed.
+            self.persistence.save_state(self._build_state(self._executor.current_state, WAITING))
+        elif kind == "limit_wait_end":
+            self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
         elif kind == "evaluate":
             self._last_result = _evaluation_record(event)
         elif kind == "handoff_detected":
@@ -412,7 +436,15 @@ class PersistentExecutor:
             continuation_prompt=self._continuation_prompt,  # None once a route left the state
             action_groups=self._action_groups(),
             context_overrides=self.context_overrides,
+            spending=self._spending(),
+            limit_wait=executor.cursor.limit_wait,
+            max_cost_usd=self.budget_override,
+            notify=self.notify_override,
         )
+
+    def _spending(self) -> dict[str, Any]:
+        spending = self._executor.cursor.spending
+        return spending.to_dict() if spending.anything else {}
 
     # --- run and resume -----------------------------------------------------------------
 
@@ -438,7 +470,8 @@ class PersistentExecutor:
 
     def _previous_run_extras(self) -> list[Path]:
         handoff_log = self.handoff_handler.log_path(self.fsm.name)
-        return [handoff_log] if handoff_log is not None else []
+        extras = [notify_log_path(self.persistence)]
+        return [handoff_log, *extras] if handoff_log is not None else extras
 
     def _run_and_save(self) -> ExecutionResult:
         # Closed before `run` lets a spawned session go: that one appends on its own.
@@ -503,6 +536,12 @@ class PersistentExecutor:
             state.pid = spawned.spawned_process.pid  # the session that will resume the loop
             self.persistence.append_event(self._spawn_event(spawned.spawned_process.pid))
         self.persistence.save_state(state)
+        self._notify_end(state)
+
+    def _notify_end(self, state: LoopState) -> None:
+        """Tell a person how the run ended, once `state` says so on disk."""
+        if self.notifier is not None:
+            self.notifier.on_end(state)
 
     def _spawn_event(self, pid: int) -> dict[str, Any]:
         log = os.path.abspath(str(self.handoff_handler.log_path(self.fsm.name)))
@@ -517,6 +556,7 @@ class PersistentExecutor:
         if self._save_failure is None:
             with contextlib.suppress(OSError):  # the interruption being raised matters more
                 self.persistence.save_state(state)
+            self._notify_end(state)
 
     def resume(self) -> ExecutionResult | None:
         """Continue a saved run; None when there is nothing resumable (reference API)."""
@@ -548,6 +588,7 @@ class PersistentExecutor:
             # Saved again until the state is left, should this run stop before that.
             self._continuation_prompt = state.continuation_prompt
         self._restore_context_overrides(state)
+        self._restore_command_line(state)
         self._restore_guards(state, cut_off=cut_off)
         self._last_result = state.last_result
         self._phase = state.phase
@@ -574,7 +615,18 @@ class PersistentExecutor:
             # The first start stays; the loop clock continues from the time already spent.
             started_at=state.started_at,
             start_time_ms=_wall_clock_ms() - (state.elapsed_ms or 0),
+            spending=RunSpending.from_dict(state.spending),
+            limit_wait=state.limit_wait,
         )
+
+    def _restore_command_line(self, state: LoopState) -> None:
+        """The run's `--max-cost` and `--notify` hold again unless given anew."""
+        if self.budget_override is None and state.max_cost_usd is not None:
+            self.budget_override = self.fsm.max_cost_usd = state.max_cost_usd
+        if self.notify_override is None and state.notify is not None:
+            self.notify_override = state.notify
+            self.fsm.notify = state.notify or None
+            self.notifier = run_notifier(self.fsm.notify, self.persistence)
 
     def _restore_context_overrides(self, state: LoopState) -> None:
         """The run's `--context` values win over the loop file's again."""

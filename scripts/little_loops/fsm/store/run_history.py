@@ -24,7 +24,21 @@ from pathlib import Path
 from little_loops.fsm.store.state_files import StatePersistence, parse_event_line
 
 HISTORY_DIR = ".history"
-UNFINISHED_STATUSES = ("running", "awaiting_continuation", "interrupted", "stalled")
+WAITING = "waiting_for_limit"
+"""The status of a run waiting for a usage limit to reset (its process is alive)."""
+
+LIVE_STATUSES = ("running", WAITING)
+"""Statuses of a run whose process is (or was, if it died) still at work."""
+
+UNFINISHED_STATUSES = (
+    "running",
+    "awaiting_continuation",
+    "interrupted",
+    "stalled",
+    WAITING,
+    "budget_exhausted",
+    "usage_limited",
+)
 """Saved statuses of a run that `resume` could still continue (running: its process died)."""
 _STAMP_FORMAT = "%Y%m%dT%H%M%S.%fZ"
 

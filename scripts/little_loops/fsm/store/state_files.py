@@ -104,6 +104,14 @@ def _is_string_map(value: object) -> bool:
 
 
 # key -> (check, what is expected). Keys not listed are ignored (newer writers may add some).
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_limit_wait(value: object) -> bool:
+    return isinstance(value, dict) and _is_number(value.get("until"))
+
+
 _FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "loop_name": (_is_str, "a string"),
     "current_state": (_is_str, "a string"),
@@ -131,6 +139,10 @@ _FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "errors": (is_error_list, "an array of error records"),
     "action_groups": (_is_group_list, "an array of {pgid, started} objects"),
     "context_overrides": (_is_string_map, "an object of strings"),
+    "spending": (_is_object, "an object"),
+    "max_cost_usd": (_optional(_is_number), "a number or null"),
+    "notify": (_optional(_is_str), "a string or null"),
+    "limit_wait": (_optional(_is_limit_wait), "an object with a numeric 'until', or null"),
 }
 
 
@@ -243,6 +255,15 @@ class LoopState:
     action_groups: list[dict[str, Any]] = field(default_factory=list)
     # `run --context KEY=VALUE` values, kept so `resume` runs with them. Written when set.
     context_overrides: dict[str, str] = field(default_factory=dict)
+    # What the run spent ({"cost_usd", "tokens": {...}}, `engine.spending`), and the
+    # usage-limit wait under way or cut short (`RunCursor.limit_wait`; its `until` is
+    # epoch seconds). Written when set.
+    spending: dict[str, Any] = field(default_factory=dict)
+    limit_wait: dict[str, Any] | None = None
+    # The budget given with `run --max-cost` and the command given with `--notify` ("":
+    # none), kept so `resume` keeps them. Written when set.
+    max_cost_usd: float | None = None
+    notify: str | None = None
 
     def current_iteration(self) -> int:
         """The iteration number `current_state` runs as.
@@ -279,9 +300,20 @@ class LoopState:
         for key in ("resumed_at", "phase"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
-        for key in ("visits", "stall_streaks", "errors", "action_groups", "context_overrides"):
+        for key in (
+            "visits",
+            "stall_streaks",
+            "errors",
+            "action_groups",
+            "context_overrides",
+            "spending",
+            "limit_wait",
+            "max_cost_usd",
+        ):
             if getattr(self, key):
                 out[key] = getattr(self, key)
+        if self.notify is not None:
+            out["notify"] = self.notify
         return out
 
     @classmethod
@@ -324,6 +356,10 @@ class LoopState:
             errors=data.get("errors", []),
             action_groups=data.get("action_groups", []),
             context_overrides=data.get("context_overrides", {}),
+            spending=data.get("spending", {}),
+            limit_wait=data.get("limit_wait"),
+            max_cost_usd=data.get("max_cost_usd"),
+            notify=data.get("notify"),
         )
 
 

@@ -1,0 +1,105 @@
+"""A state's action meeting one of Claude's limits, as steps of the run core.
+
+`limit_of` reads a finished action's result for a limit (`process.claude_limits`): for a
+slash command, what claude's stream said; for a shell action (which may run claude
+itself), only a failure whose last line is one of claude's messages. The run core then
+asks `limit_policy.plan_after_limit` what to do, and these helpers give the events and
+the record of a wait that the state file keeps (`RunCursor.limit_wait`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from little_loops.fsm.engine.context import StepContext, iso_time
+from little_loops.fsm.engine.limit_policy import LimitBackoff, LimitWait
+from little_loops.fsm.process.claude_limits import (
+    LimitHit,
+    classify_claude_result,
+    classify_shell_failure,
+)
+from little_loops.fsm.process.runner import ActionResult
+
+__all__ = [
+    "CONTINUE_PROMPT",
+    "backoff_keys",
+    "limit_of",
+    "wait_keys",
+    "wait_record",
+]
+
+CONTINUE_PROMPT = (
+    "Continue where you left off. You were stopped by a usage limit, which has now reset: "
+    "finish the task you were given."
+)
+"""What a state whose claude session was cut by a usage limit is told when it continues
+that session (`--resume <id>`) after the reset."""
+
+
+def limit_of(result: ActionResult, slash: bool, now: float) -> LimitHit | None:
+    """The limit `result` met, or None (also for a cancelled or timed-out action)."""
+    if result.cancelled or result.timed_out:
+        return None
+    claude = result.claude
+    if not slash or claude is None:
+        return classify_shell_failure(result.exit_code, result.output, now)
+    if result.exit_code == 0 and not claude.is_error:
+        return None  # it got through: a warning on the way is not a limit
+    rejected = claude.rate_limit
+    if rejected is not None and rejected.status != "rejected":
+        rejected = None
+    return classify_claude_result(
+        result_text=claude.result_text,
+        output=result.output,
+        is_error=claude.is_error,
+        api_error_status=claude.api_error_status,
+        rejected_resets_at=rejected.resets_at if rejected is not None else None,
+        rejected_type=rejected.limit_type if rejected is not None else None,
+        now=now,
+    )
+
+
+def wait_record(sc: StepContext, plan: LimitWait, session: str | None) -> dict[str, Any]:
+    """What the state file keeps of a usage-limit wait (`RunCursor.limit_wait`)."""
+    hit = plan.hit
+    record: dict[str, Any] = {
+        "state": sc.cursor.current_state,
+        "until": plan.until,
+        "message": hit.message,
+        "exact_reset": hit.exact_reset,
+    }
+    if hit.resets_at is not None:
+        record["resets_at"] = hit.resets_at
+    if hit.limit_type is not None:
+        record["limit_type"] = hit.limit_type
+    if session is not None:
+        record["session_id"] = session
+    return record
+
+
+def wait_keys(record: dict[str, Any], now: float) -> dict[str, Any]:
+    """The payload of `limit_wait` for the wait `record` as of `now`."""
+    keys: dict[str, Any] = {
+        "state": record["state"],
+        "kind": "usage_limit",
+        "message": record["message"],
+        "until": iso_time(record["until"]),
+        "wait_seconds": max(round(record["until"] - now), 0),
+    }
+    if "resets_at" in record:
+        keys["resets_at"] = iso_time(record["resets_at"])
+    if "limit_type" in record:
+        keys["limit_type"] = record["limit_type"]
+    return keys
+
+
+def backoff_keys(state: str, plan: LimitBackoff, retries: int) -> dict[str, Any]:
+    """The payload of `rate_limit_backoff`."""
+    return {
+        "state": state,
+        "kind": plan.hit.kind,
+        "message": plan.hit.message,
+        "attempt": plan.attempt,
+        "retries": retries,
+        "seconds": plan.seconds,
+    }
