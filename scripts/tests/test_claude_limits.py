@@ -259,7 +259,7 @@ def test_a_rejected_rate_limit_event_wins_with_its_exact_reset() -> None:
         result_text=SESSION_LINE, rejected_resets_at=exact, rejected_type="five_hour",
         api_error_status=429,
     )  # fmt: skip
-    assert hit == LimitHit("usage_limit", SESSION_LINE, exact, "five_hour")
+    assert hit == LimitHit("usage_limit", SESSION_LINE, exact, "five_hour", exact_reset=True)
 
 
 def test_a_rejected_event_without_a_type_is_not_a_usage_limit() -> None:
@@ -346,7 +346,8 @@ def test_classification_of_the_recorded_transcripts(case: str) -> None:
     if kind is None:
         assert hit is None
         return
-    assert hit == LimitHit(kind, result["result"], resets_at, limit_type)
+    exact = resets_at is not None  # the stream's own reset, not one read from the text
+    assert hit == LimitHit(kind, result["result"], resets_at, limit_type, exact_reset=exact)
 
 
 @pytest.mark.parametrize("case", sorted(FIXTURE_CASES))
