@@ -15,14 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from temporalio.api.enums.v1 import WorkflowExecutionStatus
-from temporalio.client import Client, WorkflowExecutionDescription, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+)
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from little_loops.fsm.errors import LoopError
 from little_loops.fsm.schema import FSMLoop
+from little_loops.fsm.store.locking import LoopBusyError
 from little_loops.fsm.temporal.names import (
     ServerSettings,
     host_name,
@@ -34,6 +39,7 @@ from little_loops.fsm.temporal.workflow import LoopWorkflow
 
 __all__ = [
     "FOLLOW_POLL_SECONDS",
+    "LoopRunningError",
     "LoopRuns",
     "TemporalEngineError",
     "connect",
@@ -43,15 +49,15 @@ __all__ = [
 FOLLOW_POLL_SECONDS = 0.2
 QUERY_RETRIES = 20
 _ENV_REFERENCE = re.compile(r"\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\}")
-_OPEN = WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING
+_OPEN = WorkflowExecutionStatus.RUNNING
 
 
 class TemporalEngineError(LoopError):
     """The Temporal engine cannot do what was asked; the message says why in one line."""
 
 
-class LoopRunningError(TemporalEngineError):
-    """A run of the loop is open on the server already (the loop lock is taken)."""
+class LoopRunningError(LoopBusyError):
+    """A run of the loop is open on the server already (the loop lock is taken: exit 6)."""
 
 
 async def connect(settings: ServerSettings) -> Client:
@@ -214,7 +220,7 @@ class LoopRuns:
         if outcome is None and result.done() and result.exception() is not None:
             described = await handle.describe()
             if described.status != _OPEN:
-                name = WorkflowExecutionStatus.Name(described.status or 0)
+                name = described.status.name if described.status else "unknown"
                 raise TemporalEngineError(
                     f"the workflow {handle.id} ended without an outcome ({name}): "
                     f"{result.exception()}"
