@@ -92,7 +92,7 @@ class LoopRuns:
         return workflow_id_for(loop_name, self.checkout)
 
     def handle(self, loop_name: str) -> WorkflowHandle[Any, Any]:
-        return self.client.get_workflow_handle(self.workflow_id(loop_name))
+        return self.client.get_workflow_handle_for(LoopWorkflow.run, self.workflow_id(loop_name))
 
     def run_input(self, fsm: FSMLoop, environ: Mapping[str, str], **options: Any) -> RunInput:
         loop = fsm.to_dict()
