@@ -266,7 +266,7 @@ def list_running_temporal(*, as_json: bool = False) -> int:
             handle = runs.client.get_workflow_handle(execution.id)
             from little_loops.fsm.temporal.workflow import LoopWorkflow
 
-            found.append((execution.id, await handle.query(LoopWorkflow.status)))
+            found.append((execution.id, await _status_or_none(handle, LoopWorkflow)))
         return sorted(found)
 
     runs = _run_async(listed)
@@ -280,13 +280,33 @@ def list_running_temporal(*, as_json: bool = False) -> int:
             state = _saved_state(data)
             where = workflow_id.split("@", 1)[-1]
             if state is None:
-                write_line(f"  {workflow_id}: starting")
+                write_line(f"  {workflow_id}: no worker answers (is `ll-loop worker` running?)")
                 continue
             write_line(
                 f"  {state.loop_name}: {state.current_state} "
                 f"(iteration {state.current_iteration()}) - {state.status} [{where}]"
             )
     return OK
+
+
+LIST_QUERY_SECONDS = 5.0
+"""How long `list --running` waits for a run's worker to answer its status."""
+
+
+async def _status_or_none(handle: Any, workflow: Any) -> dict[str, Any] | None:
+    """A run's status, or None when no worker answers (its checkout has none running)."""
+    from datetime import timedelta
+
+    from temporalio.client import WorkflowQueryFailedError
+    from temporalio.service import RPCError
+
+    try:
+        status: dict[str, Any] | None = await handle.query(
+            workflow.status, rpc_timeout=timedelta(seconds=LIST_QUERY_SECONDS)
+        )
+    except (RPCError, WorkflowQueryFailedError):
+        return None
+    return status
 
 
 def history_temporal(
