@@ -9,7 +9,9 @@ upgrade only if their histories still replay, so such a change must be guarded w
 `workflow.patched`.
 
 `histories/<loop>.json` holds one history per example loop in `.loops/` that runs
-without Claude, in Temporal's JSON form (`WorkflowHistory.to_json()`, the same as
+without Claude, and `histories/scenario-*.json` the paths no example takes: the two
+workflow runs of a loop that continued as new, and a run stopped during an action. They
+are in Temporal's JSON form (`WorkflowHistory.to_json()`, the same as
 `temporal workflow show --output json`). Record them again with
 `python scripts/tests/temporal/record_histories.py [LOOP ...]` after an intended,
 patched change, and keep the old files of loops whose runs may still be in flight.
@@ -18,12 +20,15 @@ patched change, and keep the old files of loops whose runs may still be in fligh
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.api.enums.v1 import PendingActivityState
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.client import WorkflowHistory as ClientHistory
 from temporalio.worker import Replayer, WorkflowReplayResult
 
@@ -66,6 +71,10 @@ def history_files() -> list[Path]:
     return sorted(HISTORIES_DIR.glob("*.json"))
 
 
+def example_history_files() -> list[Path]:
+    return [path for path in history_files() if not path.stem.startswith("scenario-")]
+
+
 def load_history(path: Path) -> ClientHistory:
     return ClientHistory.from_json(f"recorded-{path.stem}", path.read_text(encoding="utf-8"))
 
@@ -98,24 +107,33 @@ def project_with_examples(directory: Path) -> Path:
 def run_input(project: Path, loop_name: str, task_queue: str) -> RunInput:
     """What the workflow gets for a run of `.loops/<loop_name>.yaml` in `project`."""
     loop = load_loop(project / ".loops" / f"{loop_name}.yaml")
+    return loop_input(project, loop.to_dict(), task_queue)
+
+
+def loop_input(project: Path, loop: dict[str, Any], task_queue: str, **options: Any) -> RunInput:
     return RunInput(
-        loop=loop.to_dict(),
+        loop=loop,
         checkout=str(project),
         loops_dir=str(project / ".loops"),
         task_queue=task_queue,
         host="recorder",
+        **options,
     )
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 async def record(client: Client, project: Path, loop_name: str) -> Recording:
     """Run `loop_name` in `project` with a worker in this process, resuming each pause
     with a prompt, and fetch the run's history once it has ended."""
-    task_queue = f"record-{loop_name}-{uuid.uuid4().hex[:8]}"
+    task_queue = _unique(f"record-{loop_name}")
     async with build_worker(client, task_queue):
         handle = await client.start_workflow(
             LoopWorkflow.run,
             run_input(project, loop_name, task_queue),
-            id=f"record-{loop_name}-{uuid.uuid4().hex[:8]}",
+            id=_unique(f"record-{loop_name}"),
             task_queue=task_queue,
         )
         outcome, resumes = await _until_done(handle)
@@ -135,3 +153,62 @@ async def _until_done(handle: WorkflowHandle[LoopWorkflow, RunOutcome]) -> tuple
                 await handle.signal(LoopWorkflow.resume, ResumeSignal(prompt=RESUME_PROMPT))
             await asyncio.wait({result}, timeout=0.1)
         return result.result(), resumes
+
+
+# --- scenarios no example takes --------------------------------------------------------
+
+SPIN_LOOP: dict[str, Any] = {
+    "name": "spin",
+    "initial": "run",
+    "max_iterations": 5,
+    "states": {"run": {"action": "true", "next": "run"}, "done": {"terminal": True}},
+}
+LONG_ACTION_LOOP: dict[str, Any] = {
+    "name": "long",
+    "initial": "wait",
+    "states": {"wait": {"action": "sleep 600", "next": "done"}, "done": {"terminal": True}},
+}
+
+
+async def record_continue_as_new(client: Client, project: Path) -> dict[str, ClientHistory]:
+    """Five actions, continuing as new every two states: the first and the last run."""
+    task_queue = _unique("record-spin")
+    run = loop_input(project, SPIN_LOOP, task_queue, continue_as_new_every=2)
+    async with build_worker(client, task_queue):
+        handle = await client.start_workflow(
+            LoopWorkflow.run, run, id=_unique("record-spin"), task_queue=task_queue
+        )
+        await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+        first_run = client.get_workflow_handle(handle.id, run_id=handle.result_run_id)
+        first = await first_run.fetch_history()
+        last = await client.get_workflow_handle(handle.id).fetch_history()  # the latest run
+    return {"scenario-continue-as-new-first": first, "scenario-continue-as-new-last": last}
+
+
+async def record_stop(client: Client, project: Path) -> dict[str, ClientHistory]:
+    """A run cancelled (`stop`) while its action runs."""
+    task_queue = _unique("record-stop")
+    run = loop_input(project, LONG_ACTION_LOOP, task_queue)
+    async with build_worker(client, task_queue):
+        handle = await client.start_workflow(
+            LoopWorkflow.run, run, id=_unique("record-stop"), task_queue=task_queue
+        )
+        await _until_action_runs(handle)
+        await handle.cancel()
+        with contextlib.suppress(WorkflowFailureError):
+            await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+        history = await handle.fetch_history()
+    return {"scenario-stop": history}
+
+
+async def _until_action_runs(handle: WorkflowHandle[Any, Any]) -> None:
+    started = PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+    async with asyncio.timeout(WAIT_SECONDS):
+        while True:
+            pending = (await handle.describe()).raw_description.pending_activities
+            if any(activity.state == started for activity in pending):
+                return
+            await asyncio.sleep(0.1)
+
+
+SCENARIOS = (record_continue_as_new, record_stop)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,8 @@ from fixtures.temporal_servers import DevServer, find_temporalio
 
 try:
     from history_replay import (
+        example_history_files,
         examples_without_claude,
-        history_files,
         load_history,
         project_with_examples,
         record,
@@ -44,7 +45,7 @@ def test_recorded_history_replays_against_the_current_workflow(path: Path) -> No
 
 
 def test_every_example_that_runs_without_claude_has_a_recorded_history() -> None:
-    recorded = {path.stem for path in history_files()}
+    recorded = {path.stem for path in example_history_files()}
 
     assert recorded == set(examples_without_claude()), (
         "record them: python scripts/tests/temporal/record_histories.py"
@@ -82,3 +83,17 @@ def test_a_fresh_recording_replays(temporal_dev_server: DevServer, tmp_path: Pat
     assert recording.outcome.state["status"] == "completed"
     assert recording.resumes == 1  # hello paused once on its handoff and was resumed
     assert asyncio.run(replay(recording.history)).replay_failure is None
+
+
+@pytest.mark.parametrize(
+    ("name", "event_type"),
+    [
+        ("scenario-continue-as-new-first", "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW"),
+        ("scenario-stop", "EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED"),
+        ("hello", "EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED"),
+    ],
+)
+def test_a_recorded_history_covers_the_path_it_is_kept_for(name: str, event_type: str) -> None:
+    history = json.loads((HISTORIES_DIR / f"{name}.json").read_text(encoding="utf-8"))
+
+    assert event_type in {event["eventType"] for event in history["events"]}
