@@ -70,7 +70,7 @@ async def run_action(request: ActionInput) -> ActionOutput:
     groups: list[ActionGroup] = []
     runner.on_group_running = groups.append
     marker_lines = _MarkerLines(SignalDetector())
-    log_path = Path(request.log_path) if request.log_path else None
+    log_path = _in_checkout(request.checkout, request.log_path)
     running = asyncio.ensure_future(
         asyncio.to_thread(
             runner.run,
@@ -93,7 +93,14 @@ async def run_action(request: ActionInput) -> ActionOutput:
         raise
     result = await running
     runner.stop_background()  # what the action left behind ends with it here
+    if result.log_path is not None and request.log_path is not None:
+        result.log_path = request.log_path  # as the loop names it (relative, as locally)
     return ActionOutput(result, marker_lines.lines)
+
+
+def _in_checkout(checkout: str, path: str | None) -> Path | None:
+    """`path` (relative to the checkout, as the local engine names it) on this host."""
+    return Path(checkout) / path if path is not None else None
 
 
 class _MarkerLines:
@@ -156,7 +163,9 @@ async def judge(request: JudgeInput) -> tuple[str, dict[str, Any]]:
 @activity.defn(name="ll-loop.checkpoint")
 async def checkpoint(request: CheckpointInput) -> CheckpointResult:
     checkpointer = GitCheckpointer(
-        request.loop_name, workdir=Path(request.checkout), loops_dir=Path(request.loops_dir)
+        request.loop_name,
+        workdir=Path(request.checkout),
+        loops_dir=_in_checkout(request.checkout, request.loops_dir),
     )
     return await asyncio.to_thread(
         checkpointer.checkpoint, request.state, request.iteration, reason=request.reason
@@ -166,7 +175,9 @@ async def checkpoint(request: CheckpointInput) -> CheckpointResult:
 @activity.defn(name="ll-loop.spawn_handoff")
 async def spawn_handoff(request: SpawnInput) -> SpawnOutput:
     """Start the continuation claude session here; it resumes the workflow by signal."""
-    handler = HandoffHandler(HandoffBehavior.SPAWN, log_dir=Path(request.running_dir))
+    handler = HandoffHandler(
+        HandoffBehavior.SPAWN, log_dir=_in_checkout(request.checkout, request.running_dir)
+    )
     handled = await asyncio.to_thread(handler.handle, request.loop_name, request.continuation)
     process = handled.spawned_process
     return SpawnOutput(pid=process.pid if process is not None else None, error=handled.error)

@@ -40,7 +40,8 @@ class Carry:
     """Where a run stands, to go on from in a new workflow run.
 
     `status` and `phase` are the state file's; `event_offset` the number of events the
-    earlier workflow runs emitted (event numbers go on across them).
+    earlier workflow runs emitted (event numbers go on across them), the last of which
+    are `recent_events` (so a follower that fell behind misses none of them).
     """
 
     cursor: dict[str, Any]
@@ -52,6 +53,7 @@ class Carry:
     error: str | None = None
     resumed_at: str | None = None
     event_offset: int = 0
+    recent_events: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -78,6 +79,9 @@ __all__ = ["WORKFLOW_NAME", "LoopWorkflow"]
 WORKFLOW_NAME = "ll-loop"
 EVENTS_KEPT = 5000
 """Events the workflow keeps for `events` queries (older ones are in the history)."""
+CARRIED_EVENT_BYTES = 256 * 1024
+"""The newest events, up to this size, go on to the next run at a continue-as-new (a
+bounded part of a payload far below Temporal's 2 MB limit)."""
 
 _ACTION_MARGIN_SECONDS = 60.0  # the runner times the action out itself; this is a backstop
 _SHORT_ACTIVITY = timedelta(minutes=10)
@@ -159,7 +163,8 @@ class LoopWorkflow:
         cursor = RunCursor(fsm.initial)
         carry = run.carry
         if carry is not None:
-            self._first_event = carry.event_offset
+            self._events = list(carry.recent_events)
+            self._first_event = carry.event_offset - len(self._events)
             cursor = cursor_from_dict(carry.cursor)
             guards_from_dict(guards, carry.guards)
             record.take_carry(carry)
@@ -433,6 +438,7 @@ class LoopWorkflow:
         record.status = "running"
         carry = record.carry(core.cursor, core.guards, self._event_count())
         carry.cursor["elapsed_ms"] = core.elapsed_ms()
+        carry.recent_events = self._recent_events()
         loop = dict(self._input.loop, max_continuations=self._fsm.max_continuations)
         return dataclasses.replace(self._input, loop=loop, carry=carry, resume=None)
 
@@ -459,6 +465,16 @@ class LoopWorkflow:
             drop = len(self._events) - EVENTS_KEPT
             del self._events[:drop]
             self._first_event += drop
+
+    def _recent_events(self) -> list[dict[str, Any]]:
+        """The newest events whose JSON fits in `CARRIED_EVENT_BYTES`."""
+        size, count = 0, 0
+        for event in reversed(self._events):
+            size += len(json.dumps(event, default=str))
+            if size > CARRIED_EVENT_BYTES:
+                break
+            count += 1
+        return self._events[len(self._events) - count :]
 
     def _event_count(self) -> int:
         return self._first_event + len(self._events)
