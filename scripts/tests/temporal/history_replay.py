@@ -32,6 +32,8 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.client import WorkflowHistory as ClientHistory
 from temporalio.worker import Replayer, WorkflowReplayResult
 
+from little_loops.fsm.schema import FSMLoop
+from little_loops.fsm.temporal.client import LoopRuns
 from little_loops.fsm.temporal.payloads import ResumeSignal, RunInput, RunOutcome
 from little_loops.fsm.temporal.worker import build_worker, workflow_runner
 from little_loops.fsm.temporal.workflow import LoopWorkflow
@@ -104,21 +106,17 @@ def project_with_examples(directory: Path) -> Path:
     return directory
 
 
-def run_input(project: Path, loop_name: str, task_queue: str) -> RunInput:
-    """What the workflow gets for a run of `.loops/<loop_name>.yaml` in `project`."""
+def run_input(client: Client, project: Path, loop_name: str, task_queue: str) -> RunInput:
+    """What the CLI gives the workflow for a run of `.loops/<loop_name>.yaml` in `project`."""
     loop = load_loop(project / ".loops" / f"{loop_name}.yaml")
-    return loop_input(project, loop.to_dict(), task_queue)
+    return loop_input(client, project, loop.to_dict(), task_queue)
 
 
-def loop_input(project: Path, loop: dict[str, Any], task_queue: str, **options: Any) -> RunInput:
-    return RunInput(
-        loop=loop,
-        checkout=str(project),
-        loops_dir=str(project / ".loops"),
-        task_queue=task_queue,
-        host="recorder",
-        **options,
-    )
+def loop_input(
+    client: Client, project: Path, loop: dict[str, Any], task_queue: str, **options: Any
+) -> RunInput:
+    runs = LoopRuns(client, project, project / ".loops", task_queue)
+    return runs.run_input(FSMLoop.from_dict(loop), {}, **options)
 
 
 def _unique(prefix: str) -> str:
@@ -132,7 +130,7 @@ async def record(client: Client, project: Path, loop_name: str) -> Recording:
     async with build_worker(client, task_queue):
         handle = await client.start_workflow(
             LoopWorkflow.run,
-            run_input(project, loop_name, task_queue),
+            run_input(client, project, loop_name, task_queue),
             id=_unique(f"record-{loop_name}"),
             task_queue=task_queue,
         )
@@ -173,7 +171,7 @@ LONG_ACTION_LOOP: dict[str, Any] = {
 async def record_continue_as_new(client: Client, project: Path) -> dict[str, ClientHistory]:
     """Five actions, continuing as new every two states: the first and the last run."""
     task_queue = _unique("record-spin")
-    run = loop_input(project, SPIN_LOOP, task_queue, continue_as_new_every=2)
+    run = loop_input(client, project, SPIN_LOOP, task_queue, continue_as_new_every=2)
     async with build_worker(client, task_queue):
         handle = await client.start_workflow(
             LoopWorkflow.run, run, id=_unique("record-spin"), task_queue=task_queue
@@ -188,7 +186,7 @@ async def record_continue_as_new(client: Client, project: Path) -> dict[str, Cli
 async def record_stop(client: Client, project: Path) -> dict[str, ClientHistory]:
     """A run cancelled (`stop`) while its action runs."""
     task_queue = _unique("record-stop")
-    run = loop_input(project, LONG_ACTION_LOOP, task_queue)
+    run = loop_input(client, project, LONG_ACTION_LOOP, task_queue)
     async with build_worker(client, task_queue):
         handle = await client.start_workflow(
             LoopWorkflow.run, run, id=_unique("record-stop"), task_queue=task_queue

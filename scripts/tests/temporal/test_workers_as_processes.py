@@ -1,10 +1,10 @@
 """Workers as real processes against the dev server (issue 15's test list): a worker killed
 mid-action, and two worktrees on two task queues.
 
-Each worker is a separate Python process polling one checkout's task queue
-(`worker_process`); the client side runs here. A killed worker leaves its action's
-process group running (the action has its own session): the retry on the next worker
-must stop it before running the action again.
+Each worker is an `ll-loop worker` process started in its checkout, so polling that
+checkout's task queue (`worker_process`); the client side runs here. A killed worker
+leaves its action's process group running (the action has its own session): the retry
+on the next worker must stop it before running the action again.
 """
 
 from __future__ import annotations
@@ -35,29 +35,15 @@ except ImportError:  # no temporalio: the dev server fixture skips, or fails in 
 REPO_SCRIPTS = Path(__file__).resolve().parents[2]
 WAIT_SECONDS = 120.0
 
-WORKER_SCRIPT = """
-import asyncio, logging, sys
-from temporalio.client import Client
-from little_loops.fsm.temporal.worker import build_worker
-
-logging.basicConfig(level=logging.INFO)  # the workers' log: what a failing test shows
-
-async def main(address, task_queue):
-    client = await Client.connect(address)
-    await build_worker(client, task_queue).run()
-
-asyncio.run(main(sys.argv[1], sys.argv[2]))
-"""
-
 
 @contextmanager
 def worker_process(
     server: DevServer, checkout: Path, log: Path
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """A worker for `checkout`'s task queue, started in the checkout, stopped at the end.
+    """`ll-loop worker` started in `checkout` (so on its task queue), stopped at the end.
     Its actions see the checkout's name in `LL_TEST_WORKER` (they inherit its environment)."""
     env = {**os.environ, "PYTHONPATH": str(REPO_SCRIPTS), "LL_TEST_WORKER": checkout.name}
-    argv = [sys.executable, "-c", WORKER_SCRIPT, server.address, task_queue_for(checkout)]
+    argv = [sys.executable, "-m", "little_loops.cli", "worker", "--address", server.address]
     with log.open("ab") as output:
         process = subprocess.Popen(
             argv,
