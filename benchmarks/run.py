@@ -10,9 +10,10 @@ printed with its target:
     the `ll-loop` process, size of the state file, whether the marker was found;
 (c) `ll-loop history --tail 10` over a 1,000,000-line events file;
 (d) `ll-loop --help` start-up time, against `python -c pass`;
-(e) the per-action cost of the Temporal engine (`ll-loop run --engine temporal`, one
-    `ll-loop worker`, a `temporal server start-dev` on 127.0.0.1) next to the local engine
-    on the same loop of `true` actions, net of each engine's fixed cost.
+(e) the per-action cost of the Temporal engine next to the local engine on the same loop
+    of `true` actions, net of each engine's fixed cost, on a `temporal server start-dev`
+    (127.0.0.1): in one process (workflow with an in-process worker), then through the
+    CLI (`ll-loop run --engine temporal`, one `ll-loop worker`).
 
 Everything happens in a temporary directory (under $TMPDIR), removed at the end. Timings
 are wall-clock medians over `--repeats` runs, baselines and ll-loop runs interleaved so
@@ -458,8 +459,43 @@ def bench_temporal(project: Project, sizes: Sizes) -> None:
         _wait_for_server(temporal, server, address)
         print(f"(e) the Temporal engine, a loop of {n} `true` actions (median of {sizes.repeats})")
         _temporal_in_process(project, sizes, address)
+        _temporal_through_cli(project, sizes, address)
     finally:
         _stop_group(server)
+
+
+def _temporal_through_cli(project: Project, sizes: Sizes, address: str) -> None:
+    """`ll-loop run` against `ll-loop run --engine temporal` with one `ll-loop worker`."""
+    n = sizes.temporal_actions
+    project.write_loop("spin", _spin_loop("spin", n))
+    project.write_loop("one", _one_action_loop("one", "true"))
+    project.env = {**project.env, "LL_TEMPORAL_ADDRESS": address}
+    worker = _start(project, [*LL_LOOP, "worker", "--address", address], "worker.log")
+    try:
+        local, temporal = [*LL_LOOP, "run", "-q"], [*LL_LOOP, "run", "-q", "--engine", "temporal"]
+        # The first run waits for the worker to poll: not part of any figure.
+        project.expect(project.run([*temporal, "one"]), 0, "temporal warm-up")
+        local_one, temporal_one, local_n, temporal_n = interleaved(
+            sizes.repeats,
+            lambda: project.expect(project.run([*local, "one"]), 0, "local one"),
+            lambda: project.expect(project.run([*temporal, "one"]), 0, "temporal one"),
+            # max_iterations reached: exit code 4 on both engines.
+            lambda: project.expect(project.run([*local, "spin"]), 4, "local spin"),
+            lambda: project.expect(project.run([*temporal, "spin"]), 4, "temporal spin"),
+        )
+    finally:
+        _stop_group(worker)
+    print("    through the CLI (`ll-loop run`; one `ll-loop worker`), net of a loop of one:")
+    _per_action_figures(
+        n,
+        {
+            ("local", 1): median_runs(local_one),
+            ("temporal", 1): median_runs(temporal_one),
+            ("local", n): median_runs(local_n),
+            ("temporal", n): median_runs(temporal_n),
+        },
+        ("", ""),
+    )
 
 
 def _temporal_in_process(project: Project, sizes: Sizes, address: str) -> None:
@@ -472,15 +508,22 @@ def _temporal_in_process(project: Project, sizes: Sizes, address: str) -> None:
         engine, actions, elapsed = line.split()
         runs.setdefault((engine, int(actions)), []).append(float(elapsed))
     median = {key: statistics.median(values) for key, values in runs.items()}
+    print("    in one process (no CLI start-up), net of a loop of one action:")
+    _per_action_figures(n, median, (" (executor, state files)", " (workflow, activity)"))
+
+
+def _per_action_figures(
+    n: int, median: dict[tuple[str, int], float], notes: tuple[str, str]
+) -> None:
+    """Per action = (the n-action run - the one-action run) / (n - 1), for each engine."""
     per_action = {
         engine: max(median[(engine, n)] - median[(engine, 1)], 0.0) / (n - 1)
         for engine in ("local", "temporal")
     }
-    print("    in one process (no CLI start-up), net of a loop of one action:")
     figure("local: a loop of one `true`", seconds(median[("local", 1)]))
     figure("temporal: a loop of one `true`", seconds(median[("temporal", 1)]))
-    figure("per action: local (executor, state files)", f"{per_action['local'] * 1000:.2f} ms")
-    figure("per action: temporal (workflow, activity)", f"{per_action['temporal'] * 1000:.2f} ms")
+    figure(f"per action: local{notes[0]}", f"{per_action['local'] * 1000:.2f} ms")
+    figure(f"per action: temporal{notes[1]}", f"{per_action['temporal'] * 1000:.2f} ms")
     ratio = per_action["temporal"] / per_action["local"] if per_action["local"] else float("inf")
     figure("ratio temporal / local, per action", f"{ratio:.2f}x")
 

@@ -59,6 +59,12 @@ TEMPORAL_EXPECTED_LINES = [
     rf"per action: local \(executor, state files\) +{NUMBER} ms",
     rf"per action: temporal \(workflow, activity\) +{NUMBER} ms",
     rf"ratio temporal / local, per action +({NUMBER}|inf)x",
+    r"through the CLI \(`ll-loop run`; one `ll-loop worker`\), net of a loop of one:",
+    rf"local: a loop of one `true` +{NUMBER} s",
+    rf"temporal: a loop of one `true` +{NUMBER} s",
+    rf"per action: local +{NUMBER} ms",
+    rf"per action: temporal +{NUMBER} ms",
+    rf"ratio temporal / local, per action +({NUMBER}|inf)x",
 ]
 
 
