@@ -71,9 +71,13 @@ def temporal_test_server_path() -> Path:
     return require_tool(find_test_server, why="the Temporal time-skipping test server is needed")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def time_skipping(temporal_test_server_path: Path) -> Iterator[TimeSkipping]:
-    """A time-skipping environment and its event loop: `time_skipping.run(coroutine)`."""
+    """A time-skipping environment and its event loop: `time_skipping.run(coroutine)`.
+
+    A fresh server per test (it starts in about 0.1 s): the server's time skipping is
+    global, and a test that leaves it locked (a handle's result awaited and cancelled,
+    say) would stop time for every later test on a shared one."""
     from fixtures.temporal_servers import time_skipping_environment
 
     with time_skipping_environment(temporal_test_server_path) as environment:

@@ -37,19 +37,6 @@ def test_time_skipping_server_skips_an_hour_of_workflow_time(time_skipping: Time
     assert time_skipping.run(scenario()) >= 3600.0
 
 
-def test_time_skipping_server_is_shared_by_the_session(time_skipping: TimeSkipping) -> None:
-    async def scenario() -> float:
-        queue = _unique("nap")
-        async with Worker(time_skipping.client, task_queue=queue, workflows=[Nap]):
-            run = time_skipping.client.execute_workflow(
-                Nap.run, id=_unique("nap"), task_queue=queue
-            )
-            return await asyncio.wait_for(run, WAIT_SECONDS)  # an hour if nothing skipped
-
-    # A second test on the same environment and event loop works as the first did.
-    assert time_skipping.run(scenario()) >= 3600.0
-
-
 def test_dev_server_runs_activity_query_and_signal(temporal_dev_server: DevServer) -> None:
     assert temporal_dev_server.address.startswith("127.0.0.1:")
     assert asyncio.run(_greet(temporal_dev_server)) == "HELLO world"
