@@ -59,11 +59,6 @@ def test_a_routing_change_that_runs_fewer_actions_fails_the_replay() -> None:
     assert "nondetermin" in str(result.replay_failure).lower()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="every action is the same activity type with a numbered id; replay tells states "
-    "apart only once the workflow names the state in the activity id (asked of the engine)",
-)
 def test_a_routing_change_that_runs_another_state_in_the_same_place_fails_the_replay() -> None:
     history = load_history(HISTORIES_DIR / "hello.json")
     result = asyncio.run(replay(history, OtherStateSameSlot))

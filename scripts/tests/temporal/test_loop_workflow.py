@@ -6,13 +6,11 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from fixtures.cli_support import cli_env, run_cli, write_loop
-from fixtures.temporal_servers import TimeSkipping, time_skipping_environment
+from fixtures.temporal_servers import TimeSkipping
 
 try:
     from temporalio.client import WorkflowHandle
@@ -32,15 +30,6 @@ HELLO = Path(__file__).resolve().parents[3] / ".loops" / "hello.yaml"
 WAIT_SECONDS = 120.0
 # State-file fields that differ between any two runs (times, process ids).
 VOLATILE = ("started_at", "updated_at", "pid", "elapsed_ms", "duration_ms", "host", "resumed_at")
-
-
-@pytest.fixture(scope="module")
-def time_skipping(temporal_test_server_path: Path) -> Iterator[TimeSkipping]:
-    """A time-skipping server of this module's own. On the session's shared one, the
-    server smoke tests that ran after these found its clock no longer skipping (not
-    understood yet; see the report of issue 15)."""
-    with time_skipping_environment(temporal_test_server_path) as environment:
-        yield environment
 
 
 def _checkout(root: Path, name: str, text: str) -> Path:

@@ -121,6 +121,7 @@ class LoopWorkflow:
         self._states_here = 0  # states entered in this workflow run (continue-as-new)
         self._rolling_over = False
         self._quiet_start = False  # a continued run does not announce a second start
+        self._activities = 0  # activities scheduled in this workflow run
 
     # -- signals and queries ------------------------------------------------------------
 
@@ -249,6 +250,7 @@ class LoopWorkflow:
                 "ll-loop.run_action",
                 action,
                 result_type=ActionOutput,
+                activity_id=self._activity_id(core, "action"),
                 task_queue=run.task_queue,
                 schedule_to_start_timeout=timedelta(seconds=run.schedule_to_start_seconds),
                 start_to_close_timeout=timedelta(seconds=request.timeout + _ACTION_MARGIN_SECONDS),
@@ -347,12 +349,19 @@ class LoopWorkflow:
             "schedule_to_start_timeout": timedelta(seconds=run.schedule_to_start_seconds),
             "start_to_close_timeout": _SHORT_ACTIVITY,
             "retry_policy": _RETRIES,
+            "activity_id": self._activity_id(core, name.removeprefix("ll-loop.")),
         }
         try:
             return await workflow.execute_activity(name, arg, **options)
         except asyncio.CancelledError:
             core.request_shutdown()
             return await workflow.execute_activity(name, arg, **options)
+
+    def _activity_id(self, core: RunCore, kind: str) -> str:
+        """`<n>:<state>:<kind>`: a replay whose routing took another state at the same
+        place then fails (Temporal compares activity ids), instead of passing unnoticed."""
+        self._activities += 1
+        return f"{self._activities}:{core.cursor.current_state}:{kind}"
 
     async def _sleep(self, core: RunCore, seconds: float) -> None:
         try:
