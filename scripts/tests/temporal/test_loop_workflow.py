@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -232,3 +233,46 @@ def test_a_checkout_without_a_worker_fails_the_run_instead_of_waiting(
         f"no worker took the activity on task queue '{run.task_queue}' within 30s "
         "(is `ll-loop worker` running in that checkout?)"
     )
+
+
+BIG_OUTPUT_LOOP = """\
+name: big
+initial: shout
+checkpoint: git
+states:
+  shout:
+    action: "echo needle; head -c 300000 /dev/zero | tr '\\\\0' x; echo"
+    evaluate:
+      type: output_contains
+      pattern: needle
+    on_success: done
+    on_failure: lost
+  done:
+    terminal: true
+  lost:
+    terminal: true
+"""
+
+
+def test_a_long_output_is_judged_from_its_log_on_the_host_and_checkpointed(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    checkout = _checkout(tmp_path, "big", BIG_OUTPUT_LOOP)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q", str(checkout)], check=True)
+    subprocess.run([*git, "-C", str(checkout), "commit", "-q", "--allow-empty", "-m", "start"])
+    runs = _runs(time_skipping, checkout)
+
+    async def scenario() -> tuple[RunOutcome, list[dict[str, Any]]]:
+        seen: list[dict[str, Any]] = []
+        async with build_worker(runs.client, runs.task_queue):
+            await runs.start(_input(runs, "big"))
+            return await asyncio.wait_for(runs.follow("big", seen.append), WAIT_SECONDS), seen
+
+    outcome, seen = time_skipping.run(scenario())
+    # The tail that reached the server lacks the needle; the judge read the whole log.
+    assert "needle" not in outcome.state["prev_result"]["output"]
+    evaluate = next(event for event in seen if event["event"] == "evaluate")
+    assert evaluate["verdict"] == "success", evaluate
+    assert (outcome.result["terminated_by"], outcome.result["final_state"]) == ("terminal", "done")
+    assert [event["event"] for event in seen].count("checkpoint") == 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import socket
@@ -154,7 +155,12 @@ async def judge(request: JudgeInput) -> tuple[str, dict[str, Any]]:
     fsm = FSMLoop.from_dict(request.loop)
     state = fsm.states[request.state]
     ctx = InterpolationContext(**request.ctx)
-    step = Step(action=request.action, slash=request.slash)
+    action = request.action
+    if action is not None and action.log_path is not None:
+        # The log is named relative to the checkout, as locally; read it there.
+        log_path = _in_checkout(request.checkout, action.log_path)
+        action = dataclasses.replace(action, log_path=str(log_path))
+    step = Step(action=action, slash=request.slash)
     # Relative paths (`return_metadata`'s file) are read from the worker's working
     # directory: `ll-loop worker` runs in its checkout.
     return await asyncio.to_thread(judge_step, state, ctx, step, fsm.llm)
