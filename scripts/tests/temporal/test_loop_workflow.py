@@ -276,3 +276,55 @@ def test_a_long_output_is_judged_from_its_log_on_the_host_and_checkpointed(
     assert evaluate["verdict"] == "success", evaluate
     assert (outcome.result["terminated_by"], outcome.result["final_state"]) == ("terminal", "done")
     assert [event["event"] for event in seen].count("checkpoint") == 1
+
+
+LIMITED_LOOP = """\
+name: limited
+initial: work
+rate_limit:
+  max_wait: 2d
+states:
+  work:
+    action: >-
+      if [ -f tried ]; then echo finished;
+      else touch tried; echo "You've hit your weekly limit · resets Jan 1, 3am (UTC)"; exit 1; fi
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_a_usage_limit_wait_is_a_durable_timer_and_the_state_runs_again(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    """The run core's `WaitUntil` becomes a workflow timer: the time-skipping server
+    jumps to the reset (up to two days ahead) and the state runs again, uncounted."""
+    checkout = _checkout(
+        tmp_path / "limited", "limited", LIMITED_LOOP.replace("Jan 1", _tomorrow())
+    )
+    runs = _runs(time_skipping, checkout)
+
+    async def scenario() -> tuple[RunOutcome, list[dict[str, Any]]]:
+        async with build_worker(runs.client, runs.task_queue):
+            handle = await runs.start(_input(runs, "limited"))
+            done = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+            page = await handle.query(LoopWorkflow.events, 0)
+            return done, page.events
+
+    done, events = time_skipping.run(scenario())
+    names = [event["event"] for event in events]
+    assert names.count("limit_wait") == 1 and names.count("limit_wait_end") == 1
+    assert names.count("action_start") == 2
+    wait = next(event for event in events if event["event"] == "limit_wait")
+    assert wait["wait_seconds"] > 3600  # a real wait, skipped by the test server
+    assert done.state["status"] == "completed"
+    assert done.state["iteration"] == 1  # the wait counted no iteration
+    assert "limit_wait" not in done.state  # nothing left to wait for
+    assert (checkout / "tried").exists()
+
+
+def _tomorrow() -> str:
+    from datetime import UTC, datetime, timedelta
+
+    day = datetime.now(UTC) + timedelta(days=1)
+    return day.strftime("%b %-d")

@@ -80,6 +80,7 @@ async def run_action(request: ActionInput) -> ActionOutput:
             request.slash,
             on_text=marker_lines.feed,
             log_path=log_path,
+            resume_session=request.resume_session,
         )
     )
     try:
@@ -150,8 +151,9 @@ def _signal_group(pgid: int, signum: int) -> None:
 
 
 @activity.defn(name="ll-loop.judge")
-async def judge(request: JudgeInput) -> tuple[str, dict[str, Any]]:
-    """Judge a state with host I/O (the LLM judge, a file, a truncated output's log)."""
+async def judge(request: JudgeInput) -> list[Any]:
+    """Judge a state with host I/O (the LLM judge, a file, a truncated output's log):
+    `[verdict, details, spending]` (`evaluation_step.Judgement` as a list)."""
     fsm = FSMLoop.from_dict(request.loop)
     state = fsm.states[request.state]
     ctx = InterpolationContext(**request.ctx)
@@ -163,7 +165,8 @@ async def judge(request: JudgeInput) -> tuple[str, dict[str, Any]]:
     step = Step(action=action, slash=request.slash)
     # Relative paths (`return_metadata`'s file) are read from the worker's working
     # directory: `ll-loop worker` runs in its checkout.
-    return await asyncio.to_thread(judge_step, state, ctx, step, fsm.llm)
+    judged = await asyncio.to_thread(judge_step, state, ctx, step, fsm.llm)
+    return [judged.verdict, judged.details, judged.spending]
 
 
 @activity.defn(name="ll-loop.checkpoint")

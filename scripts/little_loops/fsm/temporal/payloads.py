@@ -13,6 +13,7 @@ from typing import Any
 
 from little_loops.fsm.engine.context import RunCursor
 from little_loops.fsm.engine.run_guards import RunGuards
+from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.signal_detector import DetectedSignal
 
@@ -110,6 +111,7 @@ class ActionInput:
     slash: bool
     checkout: str
     log_path: str | None = None
+    resume_session: str | None = None  # continue this claude session (a usage-limit wait)
 
 
 @dataclass
@@ -181,6 +183,8 @@ def cursor_to_dict(cursor: RunCursor) -> dict[str, Any]:
         "started_at": cursor.started_at,
         "start_time_ms": cursor.start_time_ms,
         "redirected": sorted(cursor.redirected),
+        "spending": cursor.spending.to_dict(),
+        "limit_wait": cursor.limit_wait,
     }
 
 
@@ -199,6 +203,8 @@ def cursor_from_dict(data: dict[str, Any]) -> RunCursor:
         started_at=data.get("started_at", ""),
         start_time_ms=data.get("start_time_ms", 0),
         redirected=set(data.get("redirected") or ()),
+        spending=RunSpending.from_dict(data.get("spending")),
+        limit_wait=data.get("limit_wait"),
     )
 
 

@@ -15,22 +15,18 @@ from typing import Any
 from little_loops.fsm.engine.context import RunCursor
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.schema import FSMLoop
-from little_loops.fsm.store.persistent_executor import _capped_captured, _capped_result
+from little_loops.fsm.store.persistent_executor import (
+    FINAL_STATUSES,
+    _capped_captured,
+    _capped_result,
+)
+from little_loops.fsm.store.run_history import WAITING
 from little_loops.fsm.store.state_files import PHASE_ENTERED, PHASE_ROUTED, LoopState
 from little_loops.fsm.temporal.payloads import Carry, cursor_to_dict, guards_to_dict
 
 __all__ = ["FINAL_STATUS", "RunRecord", "resumed_cursor"]
 
-FINAL_STATUS = {
-    "terminal": "completed",
-    "max_iterations": "interrupted",
-    "signal": "interrupted",
-    "handoff": "awaiting_continuation",
-    "error": "failed",
-    "timeout": "failed",
-    "signal_stop": "stopped",
-    "stalled": "stalled",
-}
+FINAL_STATUS = FINAL_STATUSES  # one map for both engines (`persistent_executor`)
 # Statuses whose current state finished its action: on resume it runs as a new iteration.
 _STATE_FINISHED = ("awaiting_continuation", "stalled")
 _NOT_DETAILS = ("event", "ts", "type", "verdict")
@@ -67,6 +63,10 @@ class RunRecord:
             self.last_result = {"verdict": event.get("verdict"), "details": details}
         elif kind == "handoff_detected":
             self.continuation_prompt = event.get("continuation")
+        elif kind == "limit_wait":
+            self.status = WAITING
+        elif kind == "limit_wait_end":
+            self.status = "running"
 
     def state(self, cursor: RunCursor, guards: RunGuards, elapsed_ms: int) -> LoopState:
         """The state file of the run as it stands."""
@@ -94,6 +94,8 @@ class RunRecord:
             stall_streaks=guards.stall.to_dict(),
             errors=guards.errors.to_list(),
             context_overrides=self.context_overrides,
+            spending=cursor.spending.to_dict() if cursor.spending.anything else {},
+            limit_wait=cursor.limit_wait,
         )
 
     def carry(self, cursor: RunCursor, guards: RunGuards, event_offset: int) -> Carry:
@@ -142,5 +144,7 @@ def resumed_cursor(
         handoff_count=cursor.handoff_count,
         started_at=cursor.started_at,
         start_time_ms=now_ms - elapsed_ms,
+        spending=cursor.spending.copy(),
+        limit_wait=cursor.limit_wait,
     )
     return resumed, cut_off

@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
 
     from little_loops.fsm.engine.context import RunCursor
     from little_loops.fsm.engine.core import RunCore
+    from little_loops.fsm.engine.evaluation_step import Judgement
     from little_loops.fsm.engine.requests import (
         Checkpoint,
         EvaluateWithIO,
@@ -49,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
         Request,
         RunAction,
         Sleep,
+        WaitUntil,
     )
     from little_loops.fsm.engine.run_guards import RunGuards
     from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler, HandoffResult
@@ -230,6 +232,8 @@ class LoopWorkflow:
             return await self._checkpoint(core, request)
         if isinstance(request, Sleep):
             return await self._sleep(core, request.seconds)
+        if isinstance(request, WaitUntil):  # a usage limit's reset, as a durable timer
+            return await self._sleep(core, max(request.until - workflow.now().timestamp(), 0))
         if isinstance(request, HandOff):
             return await self._hand_off(core, request)
         raise TypeError(f"the Temporal engine cannot serve {type(request).__name__}")
@@ -244,6 +248,7 @@ class LoopWorkflow:
             slash=request.slash,
             checkout=run.checkout,
             log_path=str(request.log_path) if request.log_path else None,
+            resume_session=request.resume_session,
         )
         try:
             output: ActionOutput = await workflow.execute_activity(
@@ -287,7 +292,7 @@ class LoopWorkflow:
             )
         return f"the activity failed on task queue '{queue}': {cause}"
 
-    async def _judge(self, core: RunCore, request: EvaluateWithIO) -> tuple[str, dict[str, Any]]:
+    async def _judge(self, core: RunCore, request: EvaluateWithIO) -> Judgement:
         judge = JudgeInput(
             loop=self._input.loop,
             state=core.cursor.current_state,
@@ -297,10 +302,13 @@ class LoopWorkflow:
             checkout=self._input.checkout,
         )
         try:
-            verdict, details = await self._host_activity("ll-loop.judge", judge, list, core)
+            verdict, details, spending = await self._host_activity(
+                "ll-loop.judge", judge, list, core
+            )
         except ActivityError as exc:
-            return "error", {"error": f"Evaluation failed: {self._activity_failure(exc)}"}
-        return str(verdict), dict(details)
+            failure = f"Evaluation failed: {self._activity_failure(exc)}"
+            return Judgement("error", {"error": failure})
+        return Judgement(str(verdict), dict(details), spending)
 
     async def _checkpoint(self, core: RunCore, request: Checkpoint) -> CheckpointResult:
         run = self._input
