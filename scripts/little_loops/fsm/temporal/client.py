@@ -9,12 +9,15 @@ ends or pauses, and returns how it did.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import temporalio.converter
 from temporalio.client import (
     Client,
     WorkflowExecutionDescription,
@@ -28,6 +31,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from little_loops.fsm.errors import LoopError
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.store.locking import LoopBusyError
+from little_loops.fsm.temporal.codec import BadKeyError, codec_from_env
 from little_loops.fsm.temporal.names import (
     ServerSettings,
     host_name,
@@ -60,9 +64,20 @@ class LoopRunningError(LoopBusyError):
     """A run of the loop is open on the server already (the loop lock is taken: exit 6)."""
 
 
-async def connect(settings: ServerSettings) -> Client:
+async def connect(settings: ServerSettings, environ: Mapping[str, str] | None = None) -> Client:
+    """A client of the server; with `LL_TEMPORAL_KEY` set, every payload it (and a worker
+    built on it) sends is encrypted (`codec`)."""
     try:
-        return await Client.connect(settings.address, namespace=settings.namespace)
+        codec = codec_from_env(os.environ if environ is None else environ)
+    except BadKeyError as exc:
+        raise TemporalEngineError(str(exc)) from None
+    converter = temporalio.converter.default()
+    if codec is not None:
+        converter = dataclasses.replace(converter, payload_codec=codec)
+    try:
+        return await Client.connect(
+            settings.address, namespace=settings.namespace, data_converter=converter
+        )
     except RuntimeError as exc:
         raise TemporalEngineError(
             f"cannot reach the Temporal server at {settings.address} "

@@ -302,13 +302,13 @@ class LoopWorkflow:
             checkout=self._input.checkout,
         )
         try:
-            verdict, details, spending = await self._host_activity(
-                "ll-loop.judge", judge, list, core
-            )
+            # `[verdict, details]` from a worker before spending was reported (a run in
+            # flight across an upgrade), `[verdict, details, spending]` since.
+            verdict, details, *spent = await self._host_activity("ll-loop.judge", judge, list, core)
         except ActivityError as exc:
             failure = f"Evaluation failed: {self._activity_failure(exc)}"
             return Judgement("error", {"error": failure})
-        return Judgement(str(verdict), dict(details), spending)
+        return Judgement(str(verdict), dict(details), spent[0] if spent else None)
 
     async def _checkpoint(self, core: RunCore, request: Checkpoint) -> CheckpointResult:
         run = self._input
