@@ -203,7 +203,11 @@ async def _follow_and_report(
         )
     outcome: RunOutcome = await runs.follow(fsm.name, display, since=since)
     result = ExecutionResult(**outcome.result)
-    return report_run(result, fsm, loop_arg, display, quiet=options.quiet)
+    # The summary's "Resume with: ll-loop resume ..." must reach this engine again.
+    same_engine = (
+        loop_arg if os.environ.get(ENGINE_ENV) == "temporal" else f"{loop_arg} --engine temporal"
+    )
+    return report_run(result, fsm, same_engine, display, quiet=options.quiet)
 
 
 def _say_detached(runs: LoopRuns, name: str, quiet: bool) -> int:

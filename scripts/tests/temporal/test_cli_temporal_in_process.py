@@ -37,6 +37,7 @@ def test_the_life_of_hello_through_the_temporal_commands(
     code, out, _ = cli_in_process(capsys, "run", "hello")
     assert code == 3
     assert "Loop paused for handoff: wave (6 iterations" in out
+    assert "Resume with: ll-loop resume hello\n" in out  # LL_ENGINE=temporal says where
 
     code, out, _ = cli_in_process(capsys, "status", "hello", "--json")
     assert (code, json.loads(out)["status"]) == (0, "awaiting_continuation")
