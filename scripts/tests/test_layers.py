@@ -1,6 +1,6 @@
 """The layers of `little_loops.fsm` (docs/architecture.md, "Layers"), checked on the source.
 
-    model < process < loading < judging < engine < store < faces < cli
+    model < process < loading < judging < engine < store < temporal < faces < cli
 
 Every import of every module is read with `ast` (top-level, `if TYPE_CHECKING:` and
 function-level imports alike) and the test asserts: a module imports only from its own
@@ -18,11 +18,24 @@ from pathlib import Path
 
 import little_loops.fsm
 
-LAYERS = ("model", "process", "loading", "judging", "engine", "store", "faces", "cli")
+# `temporal` (loops as Temporal workflows) drives the engine's run core and keeps its
+# status in the store's state-file format, so it sits above both; the faces and the CLI
+# start its workers and clients, so it sits below them.
+LAYERS = (
+    "model",
+    "process",
+    "loading",
+    "judging",
+    "engine",
+    "store",
+    "temporal",
+    "faces",
+    "cli",
+)
 RANK = {name: rank for rank, name in enumerate(LAYERS)}
 
 # A subpackage is a layer of its own name.
-SUBPACKAGES = ("model", "process", "loading", "judging", "engine", "store")
+SUBPACKAGES = ("model", "process", "loading", "judging", "engine", "store", "temporal")
 # Top-level modules: the leaves of each layer, and the faces.
 TOP_LEVEL = {
     "schema": "model",

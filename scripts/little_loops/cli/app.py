@@ -49,6 +49,7 @@ SUBCOMMANDS = (
     "show",
     "schema",
     "watch",
+    "worker",
 )
 # Flags that only make sense for `run`: `ll-loop --dry-run x` means `ll-loop run --dry-run x`.
 _RUN_SHORT_FLAGS = ("-n", "-b", "-q", "-v")
@@ -66,6 +67,8 @@ _RUN_LONG_FLAGS = (
     "--context",
     "--max-cost",
     "--notify",
+    "--engine",
+    "--detach",
 )
 
 
@@ -126,8 +129,18 @@ def _integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid int value: '{text}'") from None
 
 
+def _add_engine_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--engine",
+        choices=("local", "temporal"),
+        help="where runs live: this machine (default) or a Temporal server "
+        "(LL_TEMPORAL_ADDRESS); default from LL_ENGINE",
+    )
+
+
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("loop", help="loop name (.loops/<name>.yaml) or path to a loop file")
+    _add_engine_option(parser)
     parser.add_argument(
         "-n", "--max-iterations", type=_at_least_one, help="override max_iterations (>= 1)"
     )
@@ -200,6 +213,9 @@ def _add_running_commands(sub: Subparsers) -> None:
         "resume keeps it)",
     )
     run.add_argument("--follow", action="store_true", help=_FOLLOW_HELP)
+    run.add_argument(
+        "--detach", action="store_true", help="--engine temporal: start the run and return"
+    )
     resume = _documented_parser(sub, "resume", "continue a paused or interrupted loop")
     _add_run_options(resume)
     resume.add_argument(
@@ -216,6 +232,23 @@ def _add_running_commands(sub: Subparsers) -> None:
         "--from-history",
         action="store_true",
         help="first bring back the newest unfinished run a later `run` moved to .loops/.history/",
+    )
+    resume.add_argument(
+        "--prompt",
+        help="--engine temporal: the continuation prompt to resume a handoff with "
+        "(instead of the one the action gave)",
+    )
+    _add_worker_command(sub)
+
+
+def _add_worker_command(sub: Subparsers) -> None:
+    worker = sub.add_parser(
+        "worker", help="run this checkout's loops for a Temporal server (--engine temporal)"
+    )
+    worker.add_argument("--address", metavar="HOST:PORT", help="default: LL_TEMPORAL_ADDRESS")
+    worker.add_argument("--namespace", metavar="N", help="default: LL_TEMPORAL_NAMESPACE")
+    worker.add_argument(
+        "--task-queue", metavar="Q", help="default: ll-loop@<host>:<this checkout's path>"
     )
 
 
@@ -244,6 +277,7 @@ def _add_file_commands(sub: Subparsers) -> None:
         help="list unfinished runs (running, paused, interrupted, stalled)",
     )
     list_parser.add_argument("--json", action="store_true", help="print JSON")
+    _add_engine_option(list_parser)
     _add_show_commands(sub)
 
 
@@ -268,7 +302,10 @@ def _add_state_commands(sub: Subparsers) -> None:
     status = sub.add_parser("status", help="show the saved state of a loop")
     status.add_argument("loop", help=where)
     status.add_argument("--json", action="store_true", help="print the state as JSON")
-    sub.add_parser("stop", help="stop a running loop").add_argument("loop", help=where)
+    _add_engine_option(status)
+    stop = sub.add_parser("stop", help="stop a running loop")
+    stop.add_argument("loop", help=where)
+    _add_engine_option(stop)
     _add_history(sub, where)
     watch = _documented_parser(sub, "watch", "follow a run from another terminal")
     watch.add_argument("loop", help=where)
@@ -283,6 +320,7 @@ def _add_state_commands(sub: Subparsers) -> None:
 def _add_history(sub: Subparsers, where: str) -> None:
     history = sub.add_parser("history", help="show what a run did (the latest, or --run N)")
     history.add_argument("loop", help=where)
+    _add_engine_option(history)
     history.add_argument(
         "-n",
         "--tail",
@@ -346,11 +384,26 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
 # Each command imports its module when it runs (see the module docstring).
 
 
+def _on_temporal(a: argparse.Namespace) -> bool:
+    """Whether this command goes to the Temporal engine (`--engine`, else LL_ENGINE)."""
+    from little_loops.cli.temporal_engine import engine_choice
+
+    return engine_choice(getattr(a, "engine", None)) == "temporal"
+
+
 def _run(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_run import run_command
 
     if a.follow and not a.background:
         return _usage_error("run", "--follow needs --background")
+    if _on_temporal(a):
+        from little_loops.cli.temporal_engine import run_temporal
+
+        if a.background or a.dry_run:
+            return _usage_error("run", "--engine temporal: use --detach (no --background)")
+        return run_temporal(a.loop, _run_options(a), detach=a.detach)
+    if a.detach:
+        return _usage_error("run", "--detach needs --engine temporal (locally: --background)")
     return run_command(
         a.loop, _run_options(a), dry_run=a.dry_run, background=a.background, follow=a.follow
     )
@@ -364,6 +417,12 @@ def _usage_error(command: str, message: str) -> int:
 def _resume(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_run import resume_command
 
+    if _on_temporal(a):
+        from little_loops.cli.temporal_engine import resume_temporal
+
+        return resume_temporal(a.loop, _run_options(a), prompt=a.prompt)
+    if a.prompt is not None:
+        return _usage_error("resume", "--prompt needs --engine temporal")
     _check_running_dir()
     if a.follow and not a.background:
         return _usage_error("resume", "--follow needs --background")
@@ -391,6 +450,10 @@ def _compile(a: argparse.Namespace) -> int:
 def _list(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_inspect import list_command
 
+    if a.running and _on_temporal(a):
+        from little_loops.cli.temporal_engine import list_running_temporal
+
+        return list_running_temporal(as_json=a.json)
     if a.running:
         _check_running_dir()
     return list_command(running=a.running, as_json=a.json)
@@ -399,6 +462,10 @@ def _list(a: argparse.Namespace) -> int:
 def _status(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_inspect import status_command
 
+    if _on_temporal(a):
+        from little_loops.cli.temporal_engine import status_temporal
+
+        return status_temporal(a.loop, as_json=a.json)
     _check_running_dir()
     return status_command(a.loop, as_json=a.json)
 
@@ -406,6 +473,10 @@ def _status(a: argparse.Namespace) -> int:
 def _stop(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_stop import stop_command
 
+    if _on_temporal(a):
+        from little_loops.cli.temporal_engine import stop_temporal
+
+        return stop_temporal(a.loop)
     _check_running_dir()
     return stop_command(a.loop)
 
@@ -414,9 +485,15 @@ def _history(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_history import history_command
     from little_loops.cli.history_query import EventFilter
 
-    _check_running_dir()
     output = "json" if a.json else "jsonl" if a.jsonl else "raw" if a.raw else "lines"
     query = EventFilter(state=a.state, events=tuple(a.event), since=a.since)
+    if _on_temporal(a):
+        from little_loops.cli.temporal_engine import history_temporal
+
+        if a.runs or a.run is not None:
+            return _usage_error("history", "--engine temporal: --runs and --run are local only")
+        return history_temporal(a.loop, tail=a.tail, output=output, query=query)
+    _check_running_dir()
     return history_command(
         a.loop, tail=a.tail, output=output, query=query, list_runs=a.runs, run=a.run
     )
@@ -441,6 +518,12 @@ def _schema(a: argparse.Namespace) -> int:
     return schema_command()
 
 
+def _worker(a: argparse.Namespace) -> int:
+    from little_loops.cli.temporal_engine import worker_command
+
+    return worker_command(address=a.address, namespace=a.namespace, task_queue=a.task_queue)
+
+
 def _check_running_dir() -> None:
     """`.loops/.running/` unusable: the line `run` gives, not a crash or "no state"."""
     from little_loops.cli.resolve import LOOPS_DIR
@@ -461,6 +544,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "show": _show,
     "schema": _schema,
     "watch": _watch,
+    "worker": _worker,
 }
 
 
@@ -586,16 +670,31 @@ def main_loop(argv: Sequence[str] | None = None) -> int:
     """Run `ll-loop` with `argv` (default: the process arguments); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     with standard_streams(), _validation_warnings_to_stderr():
-        try:
-            return _dispatch(args)
-        except KeyboardInterrupt:
-            write_error_line("ll-loop: interrupted")
-            return INTERRUPTED
-        except BrokenPipeError:
-            _silence_stdout()
-            return BROKEN_PIPE
-        except Exception as exc:
-            return _exit_for_error(exc)
+        code = _dispatch_safely(args)
+    if argv is None:
+        _exit_past_temporal_client(code)
+    return code
+
+
+def _dispatch_safely(args: list[str]) -> int:
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        write_error_line("ll-loop: interrupted")
+        return INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return BROKEN_PIPE
+    except Exception as exc:
+        return _exit_for_error(exc)
+
+
+def _exit_past_temporal_client(code: int) -> None:
+    """The Temporal client can crash at interpreter exit (sdk-python #300): once a
+    command has used it, end the process here with the exit code already decided."""
+    engine = sys.modules.get("little_loops.cli.temporal_engine")
+    if engine is not None and getattr(engine, "used", False):
+        engine.exit_now(code)
 
 
 def _exit_for_error(exc: Exception) -> int:

@@ -69,7 +69,8 @@ __all__ = [
 # state, so a chatty action must not make each write cost megabytes.
 STATE_OUTPUT_CAP = 16 * 1024
 
-_FINAL_STATUS = {
+# `terminated_by` -> the status saved (the Temporal engine uses the same map).
+FINAL_STATUSES = {
     "terminal": "completed",
     "max_iterations": "interrupted",
     "signal": "interrupted",
@@ -522,7 +523,7 @@ class PersistentExecutor:
         terminating = self.handoff_handler.behavior is HandoffBehavior.TERMINATE
         if terminated_by == "handoff" and terminating:
             return "handoff_terminated"
-        return _FINAL_STATUS.get(terminated_by, "failed")
+        return FINAL_STATUSES.get(terminated_by, "failed")
 
     def _save_final(self, result: ExecutionResult) -> None:
         state = self._build_state(result.final_state, self._final_status(result.terminated_by))

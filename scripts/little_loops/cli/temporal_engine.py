@@ -1,0 +1,379 @@
+"""`--engine temporal`: `run`, `resume`, `status`, `stop`, `list --running`, `history` and
+`ll-loop worker` against a Temporal server (`little_loops.fsm.temporal`).
+
+Each command is one plain function returning an exit code, as for the local engine, and
+prints what the local command prints: a run's progress comes from the events the workflow
+exposes (fed to the same `ProgressDisplay`), its end from the same `report_run`. The
+server comes from `LL_TEMPORAL_ADDRESS` / `LL_TEMPORAL_NAMESPACE` (worker: its flags).
+
+temporalio is imported here only, when the Temporal engine is asked for. Its client can
+crash at interpreter exit (temporalio sdk-python #300) and change the exit code, so the
+entry point ends the process with `exit_now` once a command has used it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from little_loops.cli.exit_codes import FAILED, OK
+from little_loops.cli.output import Logger, write_line
+from little_loops.cli.resolve import LOOPS_DIR, load_resolved, loop_name_for
+from little_loops.fsm.errors import LoopError
+from little_loops.fsm.store.state_files import RUNNING_DIR
+
+if TYPE_CHECKING:
+    from little_loops.cli.cmd_run import RunOptions
+    from little_loops.cli.history_query import EventFilter
+    from little_loops.fsm.temporal.client import LoopRuns
+    from little_loops.fsm.temporal.payloads import RunOutcome
+
+__all__ = [
+    "ENGINE_ENV",
+    "engine_choice",
+    "exit_now",
+    "history_temporal",
+    "list_running_temporal",
+    "resume_temporal",
+    "run_temporal",
+    "status_temporal",
+    "stop_temporal",
+    "worker_command",
+]
+
+ENGINE_ENV = "LL_ENGINE"
+ENGINES = ("local", "temporal")
+T = TypeVar("T")
+
+used = False
+"""Whether a Temporal client was made in this process (see `exit_now`)."""
+
+
+def engine_choice(flag: str | None) -> str:
+    """`--engine`, else `LL_ENGINE`, else `local`; an unknown `LL_ENGINE` is an error."""
+    engine = flag or os.environ.get(ENGINE_ENV) or "local"
+    if engine not in ENGINES:
+        raise LoopError(f"{ENGINE_ENV}={engine}: unknown engine (choose from local, temporal)")
+    return engine
+
+
+def exit_now(code: int) -> None:
+    """Flush and end the process with `code`, skipping the interpreter's shutdown, where
+    the Temporal client may crash and change the exit code (sdk-python #300)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+def _run_async(make: Callable[[LoopRuns], Awaitable[T]]) -> T:
+    """Connect to the server, build the checkout's `LoopRuns` and run `make` with them."""
+    global used
+    used = True
+    from little_loops.fsm.temporal.client import LoopRuns, connect
+    from little_loops.fsm.temporal.names import ServerSettings
+
+    async def main() -> T:
+        client = await connect(ServerSettings.resolve())
+        return await make(LoopRuns(client, Path.cwd(), LOOPS_DIR))
+
+    return asyncio.run(main())
+
+
+# --- run and resume --------------------------------------------------------------------
+
+
+def run_temporal(loop_arg: str, options: RunOptions, *, detach: bool = False) -> int:
+    """`ll-loop run --engine temporal <loop>`: start the workflow; follow it unless
+    `detach`."""
+    from little_loops.cli.cmd_run import apply_overrides
+
+    _, fsm = load_resolved(loop_arg, context_overrides=dict(options.context))
+    apply_overrides(fsm, options)
+
+    async def start(runs: LoopRuns) -> int:
+        run = runs.run_input(fsm, os.environ, context_overrides=dict(options.context))
+        await runs.start(run)
+        if detach:
+            return _say_detached(runs, fsm.name, options.quiet)
+        preamble = [f"Running loop: {fsm.name}", f"Max iterations: {fsm.max_iterations}", ""]
+        return await _follow_and_report(runs, loop_arg, fsm, options, preamble, since=0)
+
+    return _run_async(start)
+
+
+def resume_temporal(loop_arg: str, options: RunOptions, *, prompt: str | None = None) -> int:
+    """`ll-loop resume --engine temporal <loop>`: signal a paused workflow, or start a
+    new workflow run from where a stopped or ended one left off."""
+    from little_loops.cli.cmd_run import apply_overrides
+
+    _, fsm = load_resolved(loop_arg)
+    apply_overrides(fsm, options)
+
+    async def resume(runs: LoopRuns) -> int:
+        from little_loops.cli.cmd_run import _resume_header
+        from little_loops.fsm.temporal.payloads import ResumeSignal
+
+        signal_ = ResumeSignal(prompt=prompt, max_continuations=options.max_continuations)
+        saved = _saved_state(await runs.status(fsm.name))  # as it was before the resume
+        if await runs.is_open(fsm.name):
+            since = await _resume_open(runs, fsm, signal_)
+        else:
+            since = await _resume_closed(runs, fsm, signal_, options)
+        preamble = _resume_header(saved, fsm) if saved is not None else []
+        return await _follow_and_report(runs, loop_arg, fsm, options, preamble, since=since)
+
+    return _run_async(resume)
+
+
+async def _resume_open(runs: LoopRuns, fsm: Any, signal_: Any) -> int:
+    """The workflow is open: it must be paused; signal it. Returns the first new event."""
+    from little_loops.fsm.store.persistent_executor import resume_refusal
+    from little_loops.fsm.temporal.workflow import LoopWorkflow
+
+    state = _saved_state(await runs.status(fsm.name))
+    if state is None or state.status != "awaiting_continuation":
+        raise LoopError(
+            f"loop '{fsm.name}' is running on Temporal (workflow {runs.workflow_id(fsm.name)})"
+        )
+    if signal_.max_continuations is not None:
+        fsm.max_continuations = signal_.max_continuations
+    reason = resume_refusal(state, fsm, LOOPS_DIR / RUNNING_DIR)
+    if reason is not None:
+        raise LoopError(reason)
+    page = await runs.handle(fsm.name).query(LoopWorkflow.events, 1 << 62)
+    await runs.resume(fsm.name, signal_)
+    return int(page.total)
+
+
+async def _resume_closed(runs: LoopRuns, fsm: Any, signal_: Any, options: RunOptions) -> int:
+    """The last workflow run closed: start a new one from its carry."""
+    from little_loops.fsm.store.persistent_executor import resume_refusal
+
+    outcome = await runs.closed_outcome(fsm.name)
+    state = _saved_state(outcome.state if outcome is not None else None)
+    if outcome is None or state is None:
+        raise LoopError(f"Nothing to resume for: {fsm.name}")
+    reason = resume_refusal(state, fsm, LOOPS_DIR / RUNNING_DIR)
+    if reason is not None:
+        raise LoopError(reason)
+    run = runs.run_input(
+        fsm, os.environ, context_overrides=state.context_overrides, carry=outcome.carry
+    )
+    run.resume = signal_
+    await runs.start(run)
+    return outcome.carry.event_offset
+
+
+def _saved_state(data: dict[str, Any] | None) -> Any:
+    from little_loops.fsm.persistence import LoopState
+
+    return LoopState.from_dict(data) if data is not None else None
+
+
+async def _follow_and_report(
+    runs: LoopRuns,
+    loop_arg: str,
+    fsm: Any,
+    options: RunOptions,
+    preamble: list[str],
+    *,
+    since: int,
+) -> int:
+    """Show the run's progress as a local run shows it, then its summary and exit code.
+    Ctrl-C and SIGTERM stop the run (workflow cancellation), as they stop a local one."""
+    from little_loops.cli.cmd_run import _display
+    from little_loops.cli.run_report import report_run
+    from little_loops.fsm.executor import ExecutionResult
+
+    display = _display(fsm, options)
+    display.preamble = preamble
+    loop = asyncio.get_running_loop()
+    stops: list[asyncio.Future[None]] = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(
+            signum, lambda: stops.append(asyncio.ensure_future(runs.stop(fsm.name)))
+        )
+    outcome: RunOutcome = await runs.follow(fsm.name, display, since=since)
+    result = ExecutionResult(**outcome.result)
+    # The summary's "Resume with: ll-loop resume ..." must reach this engine again.
+    same_engine = (
+        loop_arg if os.environ.get(ENGINE_ENV) == "temporal" else f"{loop_arg} --engine temporal"
+    )
+    return report_run(result, fsm, same_engine, display, quiet=options.quiet)
+
+
+def _say_detached(runs: LoopRuns, name: str, quiet: bool) -> int:
+    Logger(quiet=quiet).success(
+        f"Started {name} on Temporal (workflow {runs.workflow_id(name)}, "
+        f"task queue {runs.task_queue})"
+    )
+    if not quiet:
+        write_line(f"  status: ll-loop status --engine temporal {name}")
+        write_line(f"  stop:   ll-loop stop --engine temporal {name}")
+    return OK
+
+
+# --- status, stop, list, history -------------------------------------------------------
+
+
+def status_temporal(loop_arg: str, *, as_json: bool = False) -> int:
+    """`ll-loop status --engine temporal <loop>`: the workflow's state-file fields."""
+    from little_loops.cli.cmd_inspect import status_lines
+
+    name = loop_name_for(loop_arg)
+
+    async def ask(runs: LoopRuns) -> dict[str, Any] | None:
+        return await runs.status(name)
+
+    data = _run_async(ask)
+    if data is None:
+        Logger().error(f"No state found for: {loop_arg}")
+        return FAILED
+    if as_json:
+        write_line(json.dumps(data, indent=2))
+        return OK
+    for line in status_lines(_saved_state(data), loop_arg):
+        write_line(line)
+    return OK
+
+
+def stop_temporal(loop_arg: str) -> int:
+    """`ll-loop stop --engine temporal <loop>`: cancel the open workflow."""
+    name = loop_name_for(loop_arg)
+
+    async def stop(runs: LoopRuns) -> int:
+        if not await runs.is_open(name):
+            Logger().error(f"Loop {name} is not running on Temporal")
+            return FAILED
+        await runs.stop(name)
+        Logger().success(f"Stopping {name} (workflow {runs.workflow_id(name)})")
+        return OK
+
+    return _run_async(stop)
+
+
+def list_running_temporal(*, as_json: bool = False) -> int:
+    """`ll-loop list --running --engine temporal`: the open loop workflows on the server."""
+
+    async def listed(runs: LoopRuns) -> list[tuple[str, dict[str, Any] | None]]:
+        query = 'WorkflowType = "ll-loop" AND ExecutionStatus = "Running"'
+        found = []
+        async for execution in runs.client.list_workflows(query):
+            handle = runs.client.get_workflow_handle(execution.id)
+            from little_loops.fsm.temporal.workflow import LoopWorkflow
+
+            found.append((execution.id, await _status_or_none(handle, LoopWorkflow)))
+        return sorted(found)
+
+    runs = _run_async(listed)
+    if as_json:
+        write_line(json.dumps([{"workflow_id": wid, **(state or {})} for wid, state in runs]))
+    elif not runs:
+        write_line("No running loops")
+    else:
+        write_line("Unfinished runs:")
+        for workflow_id, data in runs:
+            state = _saved_state(data)
+            where = workflow_id.split("@", 1)[-1]
+            if state is None:
+                write_line(f"  {workflow_id}: no worker answers (is `ll-loop worker` running?)")
+                continue
+            write_line(
+                f"  {state.loop_name}: {state.current_state} "
+                f"(iteration {state.current_iteration()}) - {state.status} [{where}]"
+            )
+    return OK
+
+
+LIST_QUERY_SECONDS = 5.0
+"""How long `list --running` waits for a run's worker to answer its status."""
+
+
+async def _status_or_none(handle: Any, workflow: Any) -> dict[str, Any] | None:
+    """A run's status, or None when no worker answers (its checkout has none running)."""
+    from datetime import timedelta
+
+    from temporalio.client import WorkflowQueryFailedError
+    from temporalio.service import RPCError
+
+    try:
+        status: dict[str, Any] | None = await handle.query(
+            workflow.status, rpc_timeout=timedelta(seconds=LIST_QUERY_SECONDS)
+        )
+    except (RPCError, WorkflowQueryFailedError):
+        return None
+    return status
+
+
+def history_temporal(
+    loop_arg: str, *, tail: int = 50, output: str = "lines", query: EventFilter | None = None
+) -> int:
+    """`ll-loop history --engine temporal <loop>`: the events the workflow kept."""
+    from little_loops.cli.cmd_history import _print_events
+    from little_loops.cli.history_query import EventFilter
+
+    name = loop_name_for(loop_arg)
+
+    async def events(runs: LoopRuns) -> list[dict[str, Any]]:
+        from little_loops.fsm.temporal.workflow import LoopWorkflow
+
+        if await runs.describe(name) is None:
+            return []
+        page = await runs.handle(name).query(LoopWorkflow.events, 0)
+        return list(page.events)
+
+    found = _run_async(events)
+    if not found:
+        write_line("[]" if output == "json" else f"No history for: {loop_arg}")
+        return OK
+    _print_events(found, tail, output, query or EventFilter())
+    return OK
+
+
+# --- the worker ------------------------------------------------------------------------
+
+
+def worker_command(
+    *, address: str | None = None, namespace: str | None = None, task_queue: str | None = None
+) -> int:
+    """`ll-loop worker`: run this checkout's workflows and activities until stopped."""
+    global used
+    used = True
+    from little_loops.fsm.temporal.client import connect
+    from little_loops.fsm.temporal.names import ServerSettings, task_queue_for
+    from little_loops.fsm.temporal.worker import build_worker
+
+    settings = ServerSettings.resolve(address, namespace)
+    queue = task_queue or task_queue_for(Path.cwd())
+    # A spawned handoff session (`on_handoff: spawn`) runs `ll-loop resume <loop>`: it
+    # must resume the workflow on this server.
+    os.environ.update(
+        {
+            ENGINE_ENV: "temporal",
+            "LL_TEMPORAL_ADDRESS": settings.address,
+            "LL_TEMPORAL_NAMESPACE": settings.namespace,
+        }
+    )
+
+    async def serve() -> None:
+        client = await connect(settings)
+        worker = build_worker(client, queue)
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, lambda: asyncio.ensure_future(worker.shutdown()))
+        Logger().success(
+            f"Worker for task queue {queue} on {settings.address} (namespace {settings.namespace})"
+        )
+        sys.stdout.flush()
+        await worker.run()
+
+    asyncio.run(serve())
+    return OK

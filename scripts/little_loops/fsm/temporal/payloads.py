@@ -1,0 +1,234 @@
+"""What travels between the client, the workflow and the activities (Temporal payloads).
+
+Plain dataclasses of JSON values, so Temporal's default converter carries them and a
+recorded history stays readable. `Carry` is a run's position and guards between two
+workflow runs (continue-as-new, or a `resume` after the workflow closed); `cursor_to_dict`
+and `cursor_from_dict` turn the run core's `RunCursor` into JSON and back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from little_loops.fsm.engine.context import RunCursor
+from little_loops.fsm.engine.run_guards import RunGuards
+from little_loops.fsm.engine.spending import RunSpending
+from little_loops.fsm.process.runner import ActionResult
+from little_loops.fsm.signal_detector import DetectedSignal
+
+__all__ = [
+    "ActionInput",
+    "ActionOutput",
+    "Carry",
+    "CheckpointInput",
+    "EventsPage",
+    "JudgeInput",
+    "ResumeSignal",
+    "RunInput",
+    "RunOutcome",
+    "SpawnInput",
+    "SpawnOutput",
+    "cursor_from_dict",
+    "cursor_to_dict",
+    "guards_from_dict",
+    "guards_to_dict",
+]
+
+
+@dataclass
+class Carry:
+    """Where a run stands, to go on from in a new workflow run.
+
+    `status` and `phase` are the state file's; `event_offset` the number of events the
+    earlier workflow runs emitted (event numbers go on across them), the last of which
+    are `recent_events` (so a follower that fell behind misses none of them).
+    """
+
+    cursor: dict[str, Any]
+    guards: dict[str, Any]
+    status: str = "running"
+    phase: str | None = None
+    continuation_prompt: str | None = None
+    terminated_by: str | None = None
+    error: str | None = None
+    resumed_at: str | None = None
+    event_offset: int = 0
+    recent_events: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class ResumeSignal:
+    """`resume` of a paused run: a new continuation prompt and limit, when given."""
+
+    prompt: str | None = None
+    max_continuations: int | None = None
+
+
+@dataclass
+class RunInput:
+    """One workflow run of a loop.
+
+        `loop` is the validated loop (`FSMLoop.to_dict()`, overrides applied); `env` the
+        values of the `${env.X}` the loop refers to, read by the client; `task_queue` where
+        the activities run (the worker of the checkout); `carry` where to go on from (None:
+        a new run); `resume`: the prompt and limit of a resume that starts this run (the
+    earlier one had closed); `continue_as_new_every`: states per workflow run before the history is
+        cut (continue-as-new).
+    """
+
+    loop: dict[str, Any]
+    checkout: str
+    loops_dir: str
+    task_queue: str
+    host: str
+    env: dict[str, str] = field(default_factory=dict)
+    context_overrides: dict[str, str] = field(default_factory=dict)
+    carry: Carry | None = None
+    resume: ResumeSignal | None = None
+    continue_as_new_every: int = 200
+    schedule_to_start_seconds: float = 300.0
+    heartbeat_seconds: float = 10.0
+    keep_logs: bool = True
+
+
+@dataclass
+class EventsPage:
+    """Events `first`, `first + 1`, ... of the run (numbered from 0 across workflow
+    runs); `total`: how many there are so far."""
+
+    first: int
+    events: list[dict[str, Any]]
+    total: int
+
+
+@dataclass
+class ActionInput:
+    """Run one action in `checkout` on the worker's host."""
+
+    action: str
+    timeout: float
+    slash: bool
+    checkout: str
+    log_path: str | None = None
+    resume_session: str | None = None  # continue this claude session (a usage-limit wait)
+
+
+@dataclass
+class ActionOutput:
+    """The action's result (output and stderr are bounded tails; the whole stdout is in
+    `result.log_path` on the host) and the lines that carried a signal marker, in order."""
+
+    result: ActionResult
+    signal_lines: list[str] = field(default_factory=list)
+
+
+@dataclass
+class JudgeInput:
+    """Judge a state with host I/O: `ctx` is the `InterpolationContext` as a dict."""
+
+    loop: dict[str, Any]
+    state: str
+    ctx: dict[str, Any]
+    action: ActionResult | None
+    slash: bool
+    checkout: str
+
+
+@dataclass
+class CheckpointInput:
+    loop_name: str
+    state: str
+    iteration: int
+    reason: str
+    checkout: str
+    loops_dir: str
+
+
+@dataclass
+class SpawnInput:
+    """`on_handoff: spawn`: start the continuation claude session on the host."""
+
+    loop_name: str
+    continuation: str | None
+    checkout: str
+    running_dir: str
+
+
+@dataclass
+class SpawnOutput:
+    pid: int | None = None
+    error: str | None = None
+
+
+def cursor_to_dict(cursor: RunCursor) -> dict[str, Any]:
+    """The cursor as JSON values (sets as sorted lists, the pending signal as a dict)."""
+    pending = cursor.pending_handoff
+    return {
+        "current_state": cursor.current_state,
+        "iteration": cursor.iteration,
+        "captured": cursor.captured,
+        "prev_result": cursor.prev_result,
+        "last_result": cursor.last_result,
+        "handoff_context": cursor.handoff_context,
+        "handoff_count": cursor.handoff_count,
+        "handoff_delivered": cursor.handoff_delivered,
+        "pending_handoff": None
+        if pending is None
+        else {
+            "signal_type": pending.signal_type,
+            "payload": pending.payload,
+            "raw_match": pending.raw_match,
+        },
+        "started_at": cursor.started_at,
+        "start_time_ms": cursor.start_time_ms,
+        "redirected": sorted(cursor.redirected),
+        "spending": cursor.spending.to_dict(),
+        "limit_wait": cursor.limit_wait,
+    }
+
+
+def cursor_from_dict(data: dict[str, Any]) -> RunCursor:
+    pending = data.get("pending_handoff")
+    return RunCursor(
+        current_state=data["current_state"],
+        iteration=data.get("iteration", 0),
+        captured=dict(data.get("captured") or {}),
+        prev_result=data.get("prev_result"),
+        last_result=data.get("last_result"),
+        handoff_context=data.get("handoff_context"),
+        handoff_count=data.get("handoff_count", 0),
+        handoff_delivered=data.get("handoff_delivered", False),
+        pending_handoff=DetectedSignal(**pending) if pending else None,
+        started_at=data.get("started_at", ""),
+        start_time_ms=data.get("start_time_ms", 0),
+        redirected=set(data.get("redirected") or ()),
+        spending=RunSpending.from_dict(data.get("spending")),
+        limit_wait=data.get("limit_wait"),
+    )
+
+
+def guards_to_dict(guards: RunGuards) -> dict[str, Any]:
+    return {
+        "visits": guards.visits.to_dict(),
+        "stall_streaks": guards.stall.to_dict(),
+        "errors": guards.errors.to_list(),
+    }
+
+
+def guards_from_dict(guards: RunGuards, data: dict[str, Any]) -> RunGuards:
+    """`guards` with the counts of `data` restored (as a resumed local run does)."""
+    guards.visits.restore(data.get("visits") or {})
+    guards.stall.restore(data.get("stall_streaks") or {})
+    guards.errors.restore(data.get("errors") or [])
+    return guards
+
+
+@dataclass
+class RunOutcome:
+    """What a closed workflow run returns: its state file (`LoopState.to_dict()`), the
+    run's result (`ExecutionResult.to_dict()`) and where to resume from."""
+
+    state: dict[str, Any]
+    result: dict[str, Any]
+    carry: Carry

@@ -1,0 +1,150 @@
+"""A run's state-file fields, kept by the workflow from the run core's events.
+
+The workflow has no `.loops/.running/<name>.state.json`; its `status` query answers with
+the same record (`LoopState`), built here from the core's cursor and guards and from what
+the events said (the phase, the last evaluation, a handoff's prompt), as
+`PersistentExecutor` builds its snapshots. `resumed_cursor` is where a resumed run goes
+on from, as `PersistentExecutor._restore` decides it for a local resume.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from little_loops.fsm.engine.context import RunCursor
+from little_loops.fsm.engine.run_guards import RunGuards
+from little_loops.fsm.schema import FSMLoop
+from little_loops.fsm.store.persistent_executor import (
+    FINAL_STATUSES,
+    _capped_captured,
+    _capped_result,
+)
+from little_loops.fsm.store.run_history import WAITING
+from little_loops.fsm.store.state_files import PHASE_ENTERED, PHASE_ROUTED, LoopState
+from little_loops.fsm.temporal.payloads import Carry, cursor_to_dict, guards_to_dict
+
+__all__ = ["FINAL_STATUS", "RunRecord", "resumed_cursor"]
+
+FINAL_STATUS = FINAL_STATUSES  # one map for both engines (`persistent_executor`)
+# Statuses whose current state finished its action: on resume it runs as a new iteration.
+_STATE_FINISHED = ("awaiting_continuation", "stalled")
+_NOT_DETAILS = ("event", "ts", "type", "verdict")
+
+
+@dataclass
+class RunRecord:
+    """What the state file says beyond the cursor and guards (see the module doc)."""
+
+    fsm: FSMLoop
+    host: str
+    context_overrides: dict[str, str] = field(default_factory=dict)
+    status: str = "running"
+    phase: str | None = None
+    last_result: dict[str, Any] | None = None
+    continuation_prompt: str | None = None
+    terminated_by: str | None = None
+    error: str | None = None
+    resumed_at: str | None = None
+    updated_at: str = ""
+
+    def note(self, event: dict[str, Any]) -> None:
+        """Take in one event of the core (as `PersistentExecutor._record_event` does)."""
+        kind = event.get("event")
+        self.updated_at = str(event.get("ts", self.updated_at))
+        if kind in ("loop_start", "route", "handoff_continued"):
+            self.phase = PHASE_ROUTED
+            if kind == "route":
+                self.continuation_prompt = None  # a handoff's prompt goes with its state
+        elif kind == "state_enter":
+            self.phase = PHASE_ENTERED
+        elif kind == "evaluate":
+            details = {k: v for k, v in event.items() if k not in _NOT_DETAILS}
+            self.last_result = {"verdict": event.get("verdict"), "details": details}
+        elif kind == "handoff_detected":
+            self.continuation_prompt = event.get("continuation")
+        elif kind == "limit_wait":
+            self.status = WAITING
+        elif kind == "limit_wait_end":
+            self.status = "running"
+
+    def state(self, cursor: RunCursor, guards: RunGuards, elapsed_ms: int) -> LoopState:
+        """The state file of the run as it stands."""
+        prev = cursor.prev_result
+        counts_visits = any(state.max_visits for state in self.fsm.states.values())
+        return LoopState(
+            loop_name=self.fsm.name,
+            current_state=cursor.current_state,
+            iteration=cursor.iteration,
+            captured=_capped_captured(cursor.captured),
+            prev_result=_capped_result(prev) if prev is not None else None,
+            last_result=self.last_result,
+            started_at=cursor.started_at,
+            updated_at=self.updated_at,
+            status=self.status,
+            continuation_prompt=self.continuation_prompt,
+            host=self.host,
+            terminated_by=self.terminated_by,
+            error=self.error,
+            elapsed_ms=elapsed_ms,
+            handoff_count=cursor.handoff_count,
+            resumed_at=self.resumed_at,
+            phase=self.phase,
+            visits=guards.visits.to_dict() if counts_visits else {},
+            stall_streaks=guards.stall.to_dict(),
+            errors=guards.errors.to_list(),
+            context_overrides=self.context_overrides,
+            spending=cursor.spending.to_dict() if cursor.spending.anything else {},
+            limit_wait=cursor.limit_wait,
+        )
+
+    def carry(self, cursor: RunCursor, guards: RunGuards, event_offset: int) -> Carry:
+        return Carry(
+            cursor=cursor_to_dict(cursor),
+            guards=guards_to_dict(guards),
+            status=self.status,
+            phase=self.phase,
+            continuation_prompt=self.continuation_prompt,
+            terminated_by=self.terminated_by,
+            error=self.error,
+            resumed_at=self.resumed_at,
+            event_offset=event_offset,
+        )
+
+    def take_carry(self, carry: Carry) -> None:
+        self.status, self.phase = carry.status, carry.phase
+        self.continuation_prompt = carry.continuation_prompt
+        self.terminated_by, self.error = carry.terminated_by, carry.error
+        self.resumed_at = carry.resumed_at
+        self.last_result = carry.cursor.get("last_result")
+
+
+def resumed_cursor(
+    cursor: RunCursor, record: RunRecord, now_ms: int, elapsed_ms: int, prompt: str | None
+) -> tuple[RunCursor, bool]:
+    """Where a resumed run goes on from, and whether its state was cut off (it then runs
+    again under the same iteration number). `prompt` replaces a handoff's prompt."""
+    status = record.status
+    cut_off = record.phase == PHASE_ENTERED and status not in _STATE_FINISHED
+    continued = status in ("running", "interrupted") and record.continuation_prompt is not None
+    handoff: dict[str, Any] | None = None
+    if status == "awaiting_continuation" or continued:
+        handoff = {
+            "prompt": prompt or record.continuation_prompt or "",
+            "count": cursor.handoff_count,
+            "state": cursor.current_state,
+        }
+    resumed = RunCursor(
+        current_state=cursor.current_state,
+        iteration=max(cursor.iteration - 1, 0) if cut_off else cursor.iteration,
+        captured=dict(cursor.captured),
+        prev_result=cursor.prev_result,
+        last_result=cursor.last_result,
+        handoff_context=handoff,
+        handoff_count=cursor.handoff_count,
+        started_at=cursor.started_at,
+        start_time_ms=now_ms - elapsed_ms,
+        spending=cursor.spending.copy(),
+        limit_wait=cursor.limit_wait,
+    )
+    return resumed, cut_off

@@ -1,0 +1,507 @@
+"""`LoopWorkflow`: one run of a loop as a Temporal workflow, driving the run core.
+
+The workflow holds no copy of the loop's logic: it builds the same `RunCore` as the local
+engine (clock = workflow time, environment = the snapshot in the input) and serves its
+requests (`_serve`, one branch per request type): actions, judging with host I/O,
+checkpoints and a spawned handoff session become activities on the checkout's task
+queue; a backoff is a workflow timer. Everything else (routing, guards, pure evaluators,
+signals) runs here, deterministically.
+
+- A handoff pauses the run (status `awaiting_continuation`) until the `resume` signal,
+  which may carry a new prompt and `max_continuations`.
+- Cancelling the workflow is `stop`: the running action's activity is cancelled (its
+  process group killed), and the run ends `interrupted`, resumable by a new workflow run.
+- `status` answers with the state file's fields (`LoopState`); `events(since)` gives the
+  events from number `since` on, so a client can show progress as a local run does.
+- Every `continue_as_new_every` states the run continues as new, carrying its cursor
+  and guards, so the history stays bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    TimeoutType,
+    is_cancelled_exception,
+)
+from temporalio.exceptions import (
+    TimeoutError as TemporalTimeoutError,
+)
+
+with workflow.unsafe.imports_passed_through():
+    from pathlib import Path
+
+    from little_loops.fsm.engine.context import RunCursor
+    from little_loops.fsm.engine.core import RunCore
+    from little_loops.fsm.engine.evaluation_step import Judgement
+    from little_loops.fsm.engine.requests import (
+        Checkpoint,
+        EvaluateWithIO,
+        Finish,
+        HandOff,
+        Request,
+        RunAction,
+        Sleep,
+        WaitUntil,
+    )
+    from little_loops.fsm.engine.run_guards import RunGuards
+    from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler, HandoffResult
+    from little_loops.fsm.process.checkpoint import CheckpointResult
+    from little_loops.fsm.process.runner import CANCELLED_EXIT_CODE, CANCELLED_MESSAGE, ActionResult
+    from little_loops.fsm.process.workspace import WorkspaceWatcher
+    from little_loops.fsm.schema import FSMLoop
+    from little_loops.fsm.signal_detector import SignalDetector
+    from little_loops.fsm.store.state_files import RUNNING_DIR
+    from little_loops.fsm.temporal.payloads import (
+        ActionInput,
+        ActionOutput,
+        CheckpointInput,
+        EventsPage,
+        JudgeInput,
+        ResumeSignal,
+        RunInput,
+        RunOutcome,
+        SpawnInput,
+        SpawnOutput,
+        cursor_from_dict,
+        guards_from_dict,
+    )
+    from little_loops.fsm.temporal.run_record import FINAL_STATUS, RunRecord, resumed_cursor
+
+__all__ = ["WORKFLOW_NAME", "LoopWorkflow"]
+
+WORKFLOW_NAME = "ll-loop"
+EVENTS_KEPT = 5000
+"""Events the workflow keeps for `events` queries (older ones are in the history)."""
+CARRIED_EVENT_BYTES = 256 * 1024
+"""The newest events, up to this size, go on to the next run at a continue-as-new (a
+bounded part of a payload far below Temporal's 2 MB limit)."""
+
+_ACTION_MARGIN_SECONDS = 60.0  # the runner times the action out itself; this is a backstop
+_SHORT_ACTIVITY = timedelta(minutes=10)
+_RETRIES = RetryPolicy(maximum_attempts=5)
+
+
+class _WorkflowClock:
+    """The core's clocks, read from workflow time (deterministic on replay)."""
+
+    def monotonic(self) -> float:
+        return workflow.time()
+
+    def wall(self) -> float:
+        return workflow.now().timestamp()
+
+
+class _NoWorkspace(WorkspaceWatcher):
+    """The stall guard's workspace fingerprint runs git: I/O the workflow may not do. In
+    the workflow the guard compares what the states said, not the work tree."""
+
+    def fingerprint(self) -> str | None:
+        return None
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class LoopWorkflow:
+    """See the module docstring."""
+
+    def __init__(self) -> None:
+        self._events: list[dict[str, Any]] = []
+        self._first_event = 0  # the number of `_events[0]`
+        self._resume: ResumeSignal | None = None
+        self._outcome: RunOutcome | None = None
+        self._record: RunRecord | None = None
+        self._core: RunCore | None = None
+        self._elapsed_ms = 0
+        self._states_here = 0  # states entered in this workflow run (continue-as-new)
+        self._rolling_over = False
+        self._quiet_start = False  # a continued run does not announce a second start
+        self._activities = 0  # activities scheduled in this workflow run
+
+    # -- signals and queries ------------------------------------------------------------
+
+    @workflow.signal
+    def resume(self, signal: ResumeSignal) -> None:
+        self._resume = signal
+
+    @workflow.query
+    def status(self) -> dict[str, Any] | None:
+        """The state file's fields, as the run stands (None before it starts)."""
+        if self._outcome is not None and self._resume is None:
+            return self._outcome.state
+        if self._record is None or self._core is None:
+            return None
+        core = self._core
+        return self._record.state(core.cursor, core.guards, self._elapsed_ms).to_dict()
+
+    @workflow.query
+    def outcome(self) -> RunOutcome | None:
+        """How the run ended or paused (None while it runs)."""
+        return self._outcome if self._resume is None else None
+
+    @workflow.query
+    def events(self, since: int) -> EventsPage:
+        start = max(since - self._first_event, 0)
+        return EventsPage(
+            first=self._first_event + start,
+            events=self._events[start:],
+            total=self._first_event + len(self._events),
+        )
+
+    # -- the run ------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, run: RunInput) -> RunOutcome:
+        self._input = run
+        fsm = self._fsm = FSMLoop.from_dict(run.loop)
+        record = self._record = RunRecord(fsm, run.host, dict(run.context_overrides))
+        guards = self._guards(fsm)
+        cursor = RunCursor(fsm.initial)
+        carry = run.carry
+        if carry is not None:
+            self._events = list(carry.recent_events)
+            self._first_event = carry.event_offset - len(self._events)
+            cursor = cursor_from_dict(carry.cursor)
+            guards_from_dict(guards, carry.guards)
+            record.take_carry(carry)
+            self._elapsed_ms = carry.cursor.get("elapsed_ms", 0)
+            if carry.status == "running":
+                self._quiet_start = True  # continued as new: the same run goes on
+            else:
+                cursor = self._resumed(cursor, guards, run.resume or ResumeSignal())
+        while True:
+            finish = await self._drive(self._new_core(cursor, guards))
+            if self._rolling_over:
+                workflow.continue_as_new(self._continued_input())
+            self._outcome = self._finished(finish)
+            if not self._pauses(finish):
+                return self._outcome
+            signal = await self._wait_for_resume()
+            if signal is None:  # stopped while paused: it stays paused
+                return self._outcome
+            assert self._core is not None
+            cursor = self._resumed(self._core.cursor, guards, signal)
+            self._outcome = None
+            self._resume = None
+
+    def _guards(self, fsm: FSMLoop) -> RunGuards:
+        guards = RunGuards(fsm)
+        guards._workspace = _NoWorkspace(Path(self._input.checkout))
+        return guards
+
+    def _new_core(self, cursor: RunCursor, guards: RunGuards) -> RunCore:
+        run, fsm = self._input, self._fsm
+        logs = Path(run.loops_dir) / RUNNING_DIR / f"{fsm.name}.logs"
+        core = RunCore(
+            fsm,
+            clock=_WorkflowClock(),
+            cursor=cursor,
+            guards=guards,
+            emit=self._on_event,
+            env=dict(run.env),
+            signal_detector=SignalDetector(),
+            handoff_handler=HandoffHandler(HandoffBehavior(fsm.on_handoff)),
+            log_dir=logs if run.keep_logs else None,
+            checkpoints=fsm.checkpoint == "git",
+            stop_requested=self._rollover_due,
+        )
+        self._core = core
+        return core
+
+    async def _drive(self, core: RunCore) -> Finish:
+        request = core.next_request()
+        while not isinstance(request, Finish):
+            core.submit(await self._serve(core, request))
+            request = core.next_request()
+        return request
+
+    async def _serve(self, core: RunCore, request: Request) -> Any:
+        """Do what `request` asks (one branch per request type); return its result."""
+        if isinstance(request, RunAction):
+            return await self._run_action(core, request)
+        if isinstance(request, EvaluateWithIO):
+            return await self._judge(core, request)
+        if isinstance(request, Checkpoint):
+            return await self._checkpoint(core, request)
+        if isinstance(request, Sleep):
+            return await self._sleep(core, request.seconds)
+        if isinstance(request, WaitUntil):  # a usage limit's reset, as a durable timer
+            return await self._sleep(core, max(request.until - workflow.now().timestamp(), 0))
+        if isinstance(request, HandOff):
+            return await self._hand_off(core, request)
+        raise TypeError(f"the Temporal engine cannot serve {type(request).__name__}")
+
+    # -- the requests -------------------------------------------------------------------
+
+    async def _run_action(self, core: RunCore, request: RunAction) -> ActionResult:
+        run = self._input
+        action = ActionInput(
+            action=request.action,
+            timeout=request.timeout,
+            slash=request.slash,
+            checkout=run.checkout,
+            log_path=str(request.log_path) if request.log_path else None,
+            resume_session=request.resume_session,
+        )
+        try:
+            output: ActionOutput = await workflow.execute_activity(
+                "ll-loop.run_action",
+                action,
+                result_type=ActionOutput,
+                activity_id=self._activity_id(core, "action"),
+                task_queue=run.task_queue,
+                schedule_to_start_timeout=timedelta(seconds=run.schedule_to_start_seconds),
+                start_to_close_timeout=timedelta(seconds=request.timeout + _ACTION_MARGIN_SECONDS),
+                heartbeat_timeout=timedelta(seconds=run.heartbeat_seconds),
+                retry_policy=_RETRIES,
+                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            )
+        except (asyncio.CancelledError, ActivityError) as exc:
+            if not is_cancelled_exception(exc):
+                return _failed_action(self._activity_failure(exc))
+            core.request_shutdown()  # `stop`: the action was cut off and runs again on resume
+            return ActionResult(
+                output="",
+                stderr=CANCELLED_MESSAGE,
+                exit_code=CANCELLED_EXIT_CODE,
+                duration_ms=0,
+                error=CANCELLED_MESSAGE,
+                cancelled=True,
+            )
+        if request.scan is not None:
+            for line in output.signal_lines:  # what the activity saw as the output streamed
+                request.scan.feed(line)
+        return output.result
+
+    def _activity_failure(self, exc: BaseException) -> str:
+        """Why an activity gave no result: a dead or missing worker, said plainly."""
+        cause = exc.__cause__ if isinstance(exc, ActivityError) else exc
+        queue = self._input.task_queue
+        if isinstance(cause, TemporalTimeoutError) and cause.type is TimeoutType.SCHEDULE_TO_START:
+            waited = self._input.schedule_to_start_seconds
+            return (
+                f"no worker took the activity on task queue '{queue}' within {waited:g}s "
+                "(is `ll-loop worker` running in that checkout?)"
+            )
+        return f"the activity failed on task queue '{queue}': {cause}"
+
+    async def _judge(self, core: RunCore, request: EvaluateWithIO) -> Judgement:
+        judge = JudgeInput(
+            loop=self._input.loop,
+            state=core.cursor.current_state,
+            ctx=_ctx_dict(request),
+            action=request.step.action,
+            slash=request.step.slash,
+            checkout=self._input.checkout,
+        )
+        try:
+            # `[verdict, details]` from a worker before spending was reported (a run in
+            # flight across an upgrade), `[verdict, details, spending]` since.
+            verdict, details, *spent = await self._host_activity("ll-loop.judge", judge, list, core)
+        except ActivityError as exc:
+            failure = f"Evaluation failed: {self._activity_failure(exc)}"
+            return Judgement("error", {"error": failure})
+        return Judgement(str(verdict), dict(details), spent[0] if spent else None)
+
+    async def _checkpoint(self, core: RunCore, request: Checkpoint) -> CheckpointResult:
+        run = self._input
+        checkpoint = CheckpointInput(
+            loop_name=self._fsm.name,
+            state=request.state,
+            iteration=request.iteration,
+            reason=request.reason,
+            checkout=run.checkout,
+            loops_dir=run.loops_dir,
+        )
+        try:
+            result: CheckpointResult = await self._host_activity(
+                "ll-loop.checkpoint", checkpoint, CheckpointResult, core
+            )
+        except ActivityError as exc:
+            return CheckpointResult("failed", warning=self._activity_failure(exc))
+        return result
+
+    async def _hand_off(self, core: RunCore, request: HandOff) -> HandoffResult:
+        behavior = HandoffBehavior(self._fsm.on_handoff)
+        if behavior is not HandoffBehavior.SPAWN:
+            return HandoffResult(behavior, request.continuation)
+        run = self._input
+        spawn = SpawnInput(
+            loop_name=request.loop_name,
+            continuation=request.continuation,
+            checkout=run.checkout,
+            running_dir=str(Path(run.loops_dir) / RUNNING_DIR),
+        )
+        try:
+            spawned: SpawnOutput = await self._host_activity(
+                "ll-loop.spawn_handoff", spawn, SpawnOutput, core
+            )
+        except ActivityError as exc:
+            return HandoffResult(behavior, request.continuation, error=self._activity_failure(exc))
+        return HandoffResult(behavior, request.continuation, error=spawned.error)
+
+    async def _host_activity(self, name: str, arg: Any, result_type: type, core: RunCore) -> Any:
+        """A short activity on the checkout's host. A `stop` while it runs lets it finish
+        (judging or committing half-way helps no one); the run stops after the state."""
+        run = self._input
+        options: dict[str, Any] = {
+            "task_queue": run.task_queue,
+            "result_type": result_type,
+            "schedule_to_start_timeout": timedelta(seconds=run.schedule_to_start_seconds),
+            "start_to_close_timeout": _SHORT_ACTIVITY,
+            "retry_policy": _RETRIES,
+            "activity_id": self._activity_id(core, name.removeprefix("ll-loop.")),
+        }
+        try:
+            return await workflow.execute_activity(name, arg, **options)
+        except asyncio.CancelledError:
+            core.request_shutdown()
+            return await workflow.execute_activity(name, arg, **options)
+
+    def _activity_id(self, core: RunCore, kind: str) -> str:
+        """`<n>:<state>:<kind>`: a replay whose routing took another state at the same
+        place then fails (Temporal compares activity ids), instead of passing unnoticed."""
+        self._activities += 1
+        return f"{self._activities}:{core.cursor.current_state}:{kind}"
+
+    async def _sleep(self, core: RunCore, seconds: float) -> None:
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            core.request_shutdown()
+
+    # -- ending, pausing, resuming, continuing as new -------------------------------------
+
+    def _finished(self, finish: Finish) -> RunOutcome:
+        result, record = finish.result, self._record
+        assert record is not None and self._core is not None
+        terminating = HandoffBehavior(self._fsm.on_handoff) is HandoffBehavior.TERMINATE
+        by = result.terminated_by
+        record.status = (
+            "handoff_terminated"
+            if by == "handoff" and terminating
+            else FINAL_STATUS.get(by, "failed")
+        )
+        record.terminated_by, record.error = by, result.error
+        self._elapsed_ms = result.duration_ms
+        cursor = self._core.cursor
+        state = record.state(cursor, self._core.guards, result.duration_ms)
+        state.current_state, state.iteration = result.final_state, result.iterations
+        carry = record.carry(cursor, self._core.guards, self._event_count())
+        carry.cursor["elapsed_ms"] = result.duration_ms
+        return RunOutcome(state=state.to_dict(), result=result.to_dict(), carry=carry)
+
+    def _pauses(self, finish: Finish) -> bool:
+        """A handoff that is not terminated waits for `resume` (pause, or spawn: the new
+        session resumes it); a stopped run does not."""
+        assert self._record is not None
+        return self._record.status == "awaiting_continuation" and not self._stopping()
+
+    def _stopping(self) -> bool:
+        return self._core is not None and self._core.shutdown_requested
+
+    async def _wait_for_resume(self) -> ResumeSignal | None:
+        try:
+            await workflow.wait_condition(lambda: self._resume is not None)
+        except asyncio.CancelledError:
+            return None
+        return self._resume
+
+    def _resumed(self, cursor: RunCursor, guards: RunGuards, signal: ResumeSignal) -> RunCursor:
+        """Go on from a paused or ended run, as a local `resume` does."""
+        record, fsm = self._record, self._fsm
+        assert record is not None
+        if signal.max_continuations is not None:
+            fsm.max_continuations = signal.max_continuations
+        now_ms = int(workflow.now().timestamp() * 1000)
+        resumed, cut_off = resumed_cursor(cursor, record, now_ms, self._elapsed_ms, signal.prompt)
+        if cut_off:
+            guards.visits.forget_one(cursor.current_state)  # it is entered again
+        event: dict[str, Any] = {
+            "event": "loop_resume",
+            "ts": workflow.now().isoformat(),
+            "loop": fsm.name,
+            "from_state": cursor.current_state,
+            "iteration": cursor.iteration,
+        }
+        if resumed.handoff_context is not None and record.status == "awaiting_continuation":
+            event["from_handoff"] = True
+            event["continuation_prompt"] = resumed.handoff_context["prompt"]
+            record.continuation_prompt = resumed.handoff_context["prompt"]
+        record.status, record.terminated_by, record.error = "running", None, None
+        record.resumed_at = event["ts"]
+        self._keep_event(event)
+        return resumed
+
+    def _rollover_due(self) -> bool:
+        """Time to continue as new: the core then stops before its next state."""
+        every = self._input.continue_as_new_every
+        due = (every > 0 and self._states_here >= every) or (
+            self._states_here > 0 and workflow.info().is_continue_as_new_suggested()
+        )
+        self._rolling_over = self._rolling_over or due
+        return self._rolling_over
+
+    def _continued_input(self) -> RunInput:
+        record, core = self._record, self._core
+        assert record is not None and core is not None
+        record.status = "running"
+        carry = record.carry(core.cursor, core.guards, self._event_count())
+        carry.cursor["elapsed_ms"] = core.elapsed_ms()
+        carry.recent_events = self._recent_events()
+        loop = dict(self._input.loop, max_continuations=self._fsm.max_continuations)
+        return dataclasses.replace(self._input, loop=loop, carry=carry, resume=None)
+
+    # -- events -------------------------------------------------------------------------
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "loop_complete" and self._rolling_over:
+            return  # the run goes on in the next workflow run
+        if kind == "loop_start" and self._quiet_start:
+            self._quiet_start = False
+            return
+        if kind == "state_enter":
+            self._states_here += 1
+        assert self._record is not None
+        self._record.note(event)
+        if self._core is not None:
+            self._elapsed_ms = self._core.elapsed_ms()
+        self._keep_event(event)
+
+    def _keep_event(self, event: dict[str, Any]) -> None:
+        self._events.append(event)
+        if len(self._events) > EVENTS_KEPT:
+            drop = len(self._events) - EVENTS_KEPT
+            del self._events[:drop]
+            self._first_event += drop
+
+    def _recent_events(self) -> list[dict[str, Any]]:
+        """The newest events whose JSON fits in `CARRIED_EVENT_BYTES`."""
+        size, count = 0, 0
+        for event in reversed(self._events):
+            size += len(json.dumps(event, default=str))
+            if size > CARRIED_EVENT_BYTES:
+                break
+            count += 1
+        return self._events[len(self._events) - count :]
+
+    def _event_count(self) -> int:
+        return self._first_event + len(self._events)
+
+
+def _ctx_dict(request: EvaluateWithIO) -> dict[str, Any]:
+    ctx = dataclasses.asdict(request.ctx)
+    ctx["env"] = dict(request.ctx.env) if request.ctx.env is not None else None
+    return ctx
+
+
+def _failed_action(message: str) -> ActionResult:
+    return ActionResult(output="", stderr=message, exit_code=1, duration_ms=0, error=message)

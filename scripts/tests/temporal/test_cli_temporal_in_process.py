@@ -1,0 +1,93 @@
+"""The `--engine temporal` commands called in this process (so coverage sees them), with
+a real dev server and an `ll-loop worker` process: the whole life of `hello`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fixtures.cli_support import cli_env, cli_in_process, write_loop
+from fixtures.temporal_servers import DevServer
+from test_temporal_e2e import HELLO, Worker, _wait_until
+
+
+@pytest.fixture
+def project(
+    temporal_dev_server: DevServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    checkout = tmp_path / "co"
+    checkout.mkdir()
+    write_loop(checkout, "hello", HELLO.read_text(encoding="utf-8"))
+    env = {**cli_env(tmp_path), **temporal_dev_server.env()}
+    for key, value in {**temporal_dev_server.env(), "LL_ENGINE": "temporal"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(checkout)
+    worker = Worker(checkout, env)
+    try:
+        yield checkout
+    finally:
+        worker.stop()
+
+
+def test_the_life_of_hello_through_the_temporal_commands(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = cli_in_process(capsys, "run", "hello")
+    assert code == 3
+    assert "Loop paused for handoff: wave (6 iterations" in out
+    assert "Resume with: ll-loop resume hello\n" in out  # LL_ENGINE=temporal says where
+
+    code, out, _ = cli_in_process(capsys, "status", "hello", "--json")
+    assert (code, json.loads(out)["status"]) == (0, "awaiting_continuation")
+    code, out, _ = cli_in_process(capsys, "status", "hello")
+    assert code == 0 and "Status: awaiting_continuation" in out
+    code, out, _ = cli_in_process(capsys, "list", "--running")
+    assert code == 0 and "hello: wave (iteration 6) - awaiting_continuation [" in out
+    code, out, _ = cli_in_process(capsys, "list", "--running", "--json")
+    assert code == 0 and any(run["loop_name"] == "hello" for run in json.loads(out))
+
+    code, out, err = cli_in_process(capsys, "run", "hello", "--detach")
+    assert code == 6 and "loop 'hello' is already running on Temporal" in err
+
+    code, out, _ = cli_in_process(capsys, "resume", "hello", "--prompt", "wave goodbye")
+    assert code == 0
+    assert "Resuming loop 'hello' from state 'wave'" in out
+    assert "Loop completed: done (7 iterations" in out
+
+    code, out, _ = cli_in_process(capsys, "history", "hello", "--json")
+    kinds = [event["event"] for event in json.loads(out)]
+    assert code == 0 and kinds.count("loop_resume") == 1 and kinds[-1] == "loop_complete"
+    code, out, err = cli_in_process(capsys, "stop", "hello")
+    assert code == 1 and "Loop hello is not running on Temporal" in err
+    code, out, err = cli_in_process(capsys, "resume", "hello")
+    assert code == 1 and "loop 'hello' already completed" in err
+
+
+def test_detach_returns_at_once_and_stop_ends_the_run(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_loop(project, "nap", NAP_LOOP)
+    code, out, _ = cli_in_process(capsys, "run", "nap", "--detach")
+    assert code == 0 and "Started nap on Temporal (workflow ll-loop:nap@" in out
+    code, out, _ = cli_in_process(capsys, "stop", "nap")
+    assert code == 0 and "Stopping nap" in out
+
+    def stopped() -> bool:
+        code, out, _ = cli_in_process(capsys, "status", "nap", "--json")
+        return code == 0 and json.loads(out)["status"] == "interrupted"
+
+    _wait_until(stopped, "the run to end as interrupted")  # its action killed with it
+
+
+NAP_LOOP = """\
+name: nap
+initial: nap
+states:
+  nap:
+    action: sleep 300
+    next: done
+  done:
+    terminal: true
+"""

@@ -1,0 +1,41 @@
+"""Choosing the engine on the command line (`--engine`, `LL_ENGINE`): mistakes are one
+line and a usage exit code; none of these reaches a Temporal server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fixtures.cli_support import cli_in_process, normalize
+
+
+def test_detach_without_the_temporal_engine_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LL_ENGINE", raising=False)
+    code, _, err = cli_in_process(capsys, "run", "hello", "--detach")
+    assert code == 2
+    assert err == ("ll-loop run: error: --detach needs --engine temporal (locally: --background)\n")
+
+
+def test_a_prompt_without_the_temporal_engine_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LL_ENGINE", raising=False)
+    code, _, err = cli_in_process(capsys, "resume", "hello", "--prompt", "go on")
+    assert code == 2
+    assert err == "ll-loop resume: error: --prompt needs --engine temporal\n"
+
+
+def test_an_unknown_engine_in_the_environment_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LL_ENGINE", "cloud")
+    code, _, err = cli_in_process(capsys, "status", "hello")
+    assert code == 1
+    assert normalize(err).splitlines() == [
+        "[T] LL_ENGINE=cloud: unknown engine (choose from local, temporal)"
+    ]

@@ -1,0 +1,256 @@
+"""`ll-loop --engine temporal` end to end: a real `temporal server start-dev`, real
+`ll-loop worker` processes in temporary checkouts, and the real `ll-loop` commands."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.cli_support import LL_LOOP, cli_env, run_cli, write_loop
+from fixtures.temporal_servers import DevServer
+
+HELLO = Path(__file__).resolve().parents[3] / ".loops" / "hello.yaml"
+WAIT_SECONDS = 120.0
+VOLATILE = ("started_at", "updated_at", "pid", "elapsed_ms", "duration_ms", "process_alive")
+
+SLOW_LOOP = """\
+name: slow
+initial: work
+states:
+  work:
+    action: "if [ -f go ]; then echo done; else echo waiting; sleep 300; : MARKER; fi"
+    next: done
+  done:
+    terminal: true
+"""
+
+
+class Worker:
+    """An `ll-loop worker` process in a checkout (its own process group)."""
+
+    def __init__(self, checkout: Path, env: dict[str, str]) -> None:
+        self.log = checkout.parent / f"{checkout.name}-worker-{time.monotonic_ns()}.log"
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                [str(LL_LOOP), "worker"],
+                cwd=checkout,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        _wait_until(lambda: "Worker for task queue" in self.output(), "the worker to start")
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL the worker process only: what it started is left behind, as when a
+        machine's worker dies."""
+        self.process.kill()
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+def _wait_until(condition: Any, what: str) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {WAIT_SECONDS:.0f}s for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def env(temporal_dev_server: DevServer, tmp_path: Path) -> dict[str, str]:
+    return {**cli_env(tmp_path), **temporal_dev_server.env(), "LL_ENGINE": "temporal"}
+
+
+@pytest.fixture
+def workers() -> Iterator[list[Worker]]:
+    started: list[Worker] = []
+    yield started
+    for worker in started:
+        worker.stop()
+
+
+def _checkout(root: Path, name: str, text: str) -> Path:
+    root.mkdir(parents=True)
+    write_loop(root, name, text)
+    return root
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return sorted(found)
+
+
+def _heartbeat_recorded(env: dict[str, str], workflow_id: str) -> bool:
+    """Whether the running action's heartbeat (with its process group) reached the server."""
+    from temporalio.client import Client
+
+    async def ask() -> bool:
+        client = await Client.connect(
+            env["LL_TEMPORAL_ADDRESS"], namespace=env["LL_TEMPORAL_NAMESPACE"]
+        )
+        described = await client.get_workflow_handle(workflow_id).describe()
+        pending = described.raw_description.pending_activities
+        details = [p.data for a in pending for p in a.heartbeat_details.payloads]
+        return any(b'"pgid"' in data for data in details)
+
+    return asyncio.run(ask())
+
+
+def _stable(state: dict[str, Any], checkout: Path) -> dict[str, Any]:
+    text = json.dumps({k: v for k, v in state.items() if k not in VOLATILE})
+    text = text.replace(str(checkout.resolve()), "<checkout>")
+    loaded: dict[str, Any] = json.loads(text)
+    for capture in loaded.get("captured", {}).values():
+        capture.pop("duration_ms", None)
+    return loaded
+
+
+def test_hello_pauses_resumes_with_a_new_prompt_and_its_status_is_the_local_one(
+    env: dict[str, str], workers: list[Worker], tmp_path: Path
+) -> None:
+    text = HELLO.read_text(encoding="utf-8")
+    local = _checkout(tmp_path / "local", "hello", text)
+    local_env = {**env, "LL_ENGINE": "local"}
+    assert run_cli(local, "run", "hello", env=local_env).returncode == 3
+    local_status = run_cli(local, "status", "hello", "--json", env=local_env)
+    checkout = _checkout(tmp_path / "remote", "hello", text)
+    workers.append(Worker(checkout, env))
+
+    paused = run_cli(checkout, "run", "hello", env=env, timeout=WAIT_SECONDS)
+    assert paused.returncode == 3, paused.stderr
+    assert "[6/10] wave" in paused.stdout
+    assert "Loop paused for handoff: wave (6 iterations" in paused.stdout
+    status = run_cli(checkout, "status", "hello", "--json", env=env)
+    assert status.returncode == 0, status.stderr
+    remote, there = json.loads(status.stdout), json.loads(local_status.stdout)
+    assert remote["status"] == "awaiting_continuation"
+    assert _stable(remote, checkout) == _stable(there, local)
+
+    resumed = run_cli(
+        checkout, "resume", "hello", "--prompt", "wave goodbye", env=env, timeout=WAIT_SECONDS
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert "Loop completed: done (7 iterations" in resumed.stdout
+    log = checkout / ".loops" / ".running" / "hello.logs" / "7-wave.log"
+    assert log.read_text(encoding="utf-8") == "resumed: wave goodbye\n"
+
+
+def test_a_stop_during_a_long_action_then_resume(
+    env: dict[str, str], workers: list[Worker], tmp_path: Path
+) -> None:
+    marker = f"slow-{time.monotonic_ns()}"
+    checkout = _checkout(tmp_path / "co", "slow", SLOW_LOOP.replace("MARKER", marker))
+    workers.append(Worker(checkout, env))
+    started = run_cli(checkout, "run", "slow", "--detach", env=env)
+    assert started.returncode == 0, started.stderr
+    _wait_until(lambda: _processes_with(marker), "the action to start")
+    again = run_cli(checkout, "run", "slow", "--detach", env=env)
+    assert again.returncode == 6
+    assert again.stderr.strip().endswith(
+        "loop 'slow' is already running on Temporal "
+        f"(workflow ll-loop:slow@{os.uname().nodename}:{checkout.resolve()})"
+    )
+
+    assert run_cli(checkout, "stop", "slow", env=env).returncode == 0
+    _wait_until(lambda: not _processes_with(marker), "the action to be killed")
+
+    def status() -> dict[str, Any]:
+        result = run_cli(checkout, "status", "slow", "--json", env=env)
+        return json.loads(result.stdout) if result.returncode == 0 else {}
+
+    _wait_until(lambda: status().get("status") == "interrupted", "the run to stop")
+    (checkout / "go").write_text("", encoding="utf-8")
+    resumed = run_cli(checkout, "resume", "slow", env=env, timeout=WAIT_SECONDS)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "Resuming loop 'slow' from state 'work' (iteration 1)" in resumed.stdout
+    assert "Loop completed: done (1 iteration" in resumed.stdout
+
+
+def test_a_killed_workers_action_is_stopped_and_retried_on_another_worker(
+    env: dict[str, str], workers: list[Worker], tmp_path: Path
+) -> None:
+    marker = f"slow-{time.monotonic_ns()}"
+    checkout = _checkout(tmp_path / "co", "slow", SLOW_LOOP.replace("MARKER", marker))
+    first = Worker(checkout, env)
+    workers.append(first)
+    assert run_cli(checkout, "run", "slow", "--detach", env=env).returncode == 0
+    _wait_until(lambda: _processes_with(marker), "the action to start")
+    orphans = _processes_with(marker)
+    workflow_id = f"ll-loop:slow@{os.uname().nodename}:{checkout.resolve()}"
+    # The process group reaches the server with a heartbeat once the action has run a
+    # moment (runner.GROUP_NOTICE_SECONDS): a worker killed before that leaves an orphan
+    # the retry does not know of.
+    _wait_until(lambda: _heartbeat_recorded(env, workflow_id), "a heartbeat with the group")
+    first.kill()
+    assert _processes_with(marker) == orphans  # the dead worker's action runs on
+
+    second = Worker(checkout, env)
+    workers.append(second)
+    # After the heartbeat timeout the action is retried on the new worker, which first
+    # stops what the dead one left running: one copy of the action, never two.
+    try:
+        _wait_until(
+            lambda: _processes_with(marker) and not set(orphans) & set(_processes_with(marker)),
+            "the action to be retried",
+        )
+    finally:
+        for pid in set(orphans) & set(_processes_with(marker)):
+            os.killpg(pid, signal.SIGKILL)  # never leave the orphan behind a failed test
+    assert len(_processes_with(marker)) == len(orphans)
+    assert "stopping the action left running by a dead worker" in second.output()
+    assert run_cli(checkout, "stop", "slow", env=env).returncode == 0
+    _wait_until(lambda: not _processes_with(marker), "the action to be killed")
+
+
+def test_two_worktrees_run_the_same_loop_on_their_own_task_queues(
+    env: dict[str, str], workers: list[Worker], tmp_path: Path
+) -> None:
+    text = HELLO.read_text(encoding="utf-8").replace("printf 0", "printf 0; pwd >&2")
+    checkouts = [_checkout(tmp_path / name, "hello", text) for name in ("one", "two")]
+    workers.extend(Worker(checkout, env) for checkout in checkouts)
+    for checkout in checkouts:
+        assert run_cli(checkout, "run", "hello", "--detach", env=env).returncode == 0
+    for checkout in checkouts:
+        _wait_until(
+            lambda c=checkout: (
+                '"awaiting_continuation"' in run_cli(c, "status", "hello", "--json", env=env).stdout
+            ),
+            "the run to pause",
+        )
+        stderr_log = checkout / ".loops" / ".running" / "hello.logs" / "1-start.stderr.log"
+        assert stderr_log.read_text(encoding="utf-8") == f"{checkout.resolve()}\n"
+    places = [f"[{os.uname().nodename}:{checkout.resolve()}]" for checkout in checkouts]
+    _wait_until(  # the server's list of workflows lags a little behind
+        lambda: all(
+            place in run_cli(checkouts[0], "list", "--running", env=env).stdout for place in places
+        ),
+        "both runs to be listed",
+    )
