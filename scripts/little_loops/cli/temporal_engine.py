@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -61,7 +62,17 @@ def engine_choice(flag: str | None) -> str:
     engine = flag or os.environ.get(ENGINE_ENV) or "local"
     if engine not in ENGINES:
         raise LoopError(f"{ENGINE_ENV}={engine}: unknown engine (choose from local, temporal)")
+    if engine == "temporal":
+        require_temporal()
     return engine
+
+
+def require_temporal() -> None:
+    """A one-line error, not a traceback, when the `temporal` extra is not installed."""
+    if importlib.util.find_spec("temporalio") is None:
+        raise LoopError(
+            'the Temporal engine needs the temporal extra: pip install "little-loops[temporal]"'
+        )
 
 
 def exit_now(code: int) -> None:
@@ -345,6 +356,7 @@ def worker_command(
     *, address: str | None = None, namespace: str | None = None, task_queue: str | None = None
 ) -> int:
     """`ll-loop worker`: run this checkout's workflows and activities until stopped."""
+    require_temporal()
     global used
     used = True
     from little_loops.fsm.temporal.client import connect

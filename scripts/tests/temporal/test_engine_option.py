@@ -3,6 +3,7 @@ line and a usage exit code; none of these reaches a Temporal server."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,4 +39,28 @@ def test_an_unknown_engine_in_the_environment_is_one_line(
     assert code == 1
     assert normalize(err).splitlines() == [
         "[T] LL_ENGINE=cloud: unknown engine (choose from local, temporal)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status", "hello", "--engine", "temporal"],
+        ["run", "hello", "--engine", "temporal"],
+        ["worker"],
+    ],
+)
+def test_without_the_temporal_extra_the_engine_is_one_line(
+    argv: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`temporalio` not installed: say how to install it, no traceback, exit 1."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "temporalio", None)  # as if it were not installed
+    code, out, err = cli_in_process(capsys, *argv)
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        '[T] the Temporal engine needs the temporal extra: pip install "little-loops[temporal]"'
     ]
