@@ -211,5 +211,7 @@ def classify_shell_failure(exit_code: int, output: str, now: float) -> LimitHit 
     """
     if exit_code == 0:
         return None
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    return limit_from_message(lines[-1], now) if lines else None
+    # Only the last line matters: cut it off the end rather than split a failing action's
+    # whole output (up to the 1 MiB the runner keeps) into lines.
+    last = output.rstrip().rpartition("\n")[2].strip()
+    return limit_from_message(last, now) if last else None
