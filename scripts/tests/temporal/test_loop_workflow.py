@@ -4,52 +4,31 @@ the same run core as a local run, with real action processes in a temporary chec
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import uuid
 from pathlib import Path
 from typing import Any
 
-from fixtures.cli_support import cli_env, run_cli, write_loop
+from fixtures.cli_support import cli_env, run_cli
+from fixtures.processes import processes_with
 from fixtures.temporal_servers import TimeSkipping
 
 try:
     from temporalio.client import WorkflowHandle
     from temporalio.worker import Replayer
+    from workflow_support import checkout_with, run_input, runs_for, unique
 
-    from little_loops.fsm.temporal.client import LoopRuns
-    from little_loops.fsm.temporal.payloads import ResumeSignal, RunInput, RunOutcome
+    from little_loops.fsm.temporal.payloads import ResumeSignal, RunOutcome
     from little_loops.fsm.temporal.worker import build_worker, workflow_runner
     from little_loops.fsm.temporal.workflow import LoopWorkflow
 except ImportError:  # no temporalio: the server fixture skips, or fails in CI, saying so
     pass
 
 from little_loops.fsm.persistence import StatePersistence
-from little_loops.fsm.validation import load_loop
 
 HELLO = Path(__file__).resolve().parents[3] / ".loops" / "hello.yaml"
 WAIT_SECONDS = 120.0
 # State-file fields that differ between any two runs (times, process ids).
 VOLATILE = ("started_at", "updated_at", "pid", "elapsed_ms", "duration_ms", "host", "resumed_at")
-
-
-def _checkout(root: Path, name: str, text: str) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    write_loop(root, name, text)
-    return root
-
-
-def _unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def _runs(time_skipping: TimeSkipping, checkout: Path) -> LoopRuns:
-    return LoopRuns(time_skipping.client, checkout, checkout / ".loops", _unique("queue"))
-
-
-def _input(runs: LoopRuns, name: str, **options: Any) -> RunInput:
-    fsm = load_loop(runs.loops_dir / f"{name}.yaml")
-    return runs.run_input(fsm, os.environ, **options)
 
 
 def _stable(value: Any, checkout: Path) -> Any:
@@ -77,16 +56,16 @@ def test_hello_pauses_with_the_local_state_and_resumes_by_signal_with_a_new_prom
     time_skipping: TimeSkipping, tmp_path: Path
 ) -> None:
     text = HELLO.read_text(encoding="utf-8")
-    local = _checkout(tmp_path / "local", "hello", text)
+    local = checkout_with(tmp_path / "local", "hello", text)
     assert run_cli(local, "run", "hello", env=cli_env(tmp_path)).returncode == 3
     local_state = StatePersistence("hello", local / ".loops").load_state()
     assert local_state is not None
-    checkout = _checkout(tmp_path / "remote", "hello", text)
-    runs = _runs(time_skipping, checkout)
+    checkout = checkout_with(tmp_path / "remote", "hello", text)
+    runs = runs_for(time_skipping, checkout)
 
     async def scenario() -> tuple[RunOutcome, dict[str, Any], RunOutcome, Any]:
         async with build_worker(runs.client, runs.task_queue):
-            handle = await runs.start(_input(runs, "hello"))
+            handle = await runs.start(run_input(runs, "hello"))
             paused = await runs.follow("hello", lambda event: None)
             status = await runs.status("hello")
             await runs.resume("hello", ResumeSignal(prompt="wave goodbye"))
@@ -118,41 +97,30 @@ states:
 """
 
 
-def _sleepers(marker: str) -> list[int]:
-    """Processes whose command line holds `marker`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 def test_a_stop_during_a_long_action_kills_it_and_a_resume_runs_the_state_again(
     time_skipping: TimeSkipping, tmp_path: Path
 ) -> None:
-    marker = _unique("slow")
-    checkout = _checkout(tmp_path, "slow", SLOW_LOOP.replace("sleep 300", f"sleep 300; : {marker}"))
-    runs = _runs(time_skipping, checkout)
+    marker = unique("slow")
+    checkout = checkout_with(
+        tmp_path, "slow", SLOW_LOOP.replace("sleep 300", f"sleep 300; : {marker}")
+    )
+    runs = runs_for(time_skipping, checkout)
 
     async def scenario() -> tuple[RunOutcome, list[int], RunOutcome]:
         async with build_worker(runs.client, runs.task_queue):
-            handle = await runs.start(_input(runs, "slow"))
+            handle = await runs.start(run_input(runs, "slow"))
             await _wait_for_event(handle, "action_start")
             for _ in range(int(WAIT_SECONDS / 0.1)):
-                if _sleepers(marker):
+                if processes_with(marker):
                     break
                 await asyncio.sleep(0.1)
-            assert _sleepers(marker), "the action did not start"
+            assert processes_with(marker), "the action did not start"
             await runs.stop("slow")
             stopped: RunOutcome = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
-            left = _sleepers(marker)
+            left = processes_with(marker)
             (checkout / "go").write_text("", encoding="utf-8")
             carry = stopped.carry
-            resumed = await runs.start(_input(runs, "slow", carry=carry))
+            resumed = await runs.start(run_input(runs, "slow", carry=carry))
             return stopped, left, await asyncio.wait_for(resumed.result(), WAIT_SECONDS)
 
     stopped, left, done = time_skipping.run(scenario())
@@ -190,13 +158,13 @@ def test_a_long_run_continues_as_new_and_keeps_counting(
     time_skipping: TimeSkipping, tmp_path: Path
 ) -> None:
     text = TICKS_LOOP
-    checkout = _checkout(tmp_path, "ticks", text)
-    runs = _runs(time_skipping, checkout)
+    checkout = checkout_with(tmp_path, "ticks", text)
+    runs = runs_for(time_skipping, checkout)
 
     async def scenario() -> tuple[RunOutcome, list[dict[str, Any]], int]:
         seen: list[dict[str, Any]] = []
         async with build_worker(runs.client, runs.task_queue):
-            handle = await runs.start(_input(runs, "ticks", continue_as_new_every=100))
+            handle = await runs.start(run_input(runs, "ticks", continue_as_new_every=100))
             outcome = await asyncio.wait_for(runs.follow("ticks", seen.append), WAIT_SECONDS)
             description = await handle.describe()
             return outcome, seen, description.run_id != handle.first_execution_run_id
@@ -217,10 +185,10 @@ def test_a_long_run_continues_as_new_and_keeps_counting(
 def test_a_checkout_without_a_worker_fails_the_run_instead_of_waiting(
     time_skipping: TimeSkipping, tmp_path: Path
 ) -> None:
-    checkout = _checkout(tmp_path, "slow", SLOW_LOOP)
-    runs = _runs(time_skipping, checkout)
-    run = _input(runs, "slow", schedule_to_start_seconds=30.0)
-    run.task_queue = _unique("nobody-polls")  # the activities' queue has no worker
+    checkout = checkout_with(tmp_path, "slow", SLOW_LOOP)
+    runs = runs_for(time_skipping, checkout)
+    run = run_input(runs, "slow", schedule_to_start_seconds=30.0)
+    run.task_queue = unique("nobody-polls")  # the activities' queue has no worker
 
     async def scenario() -> RunOutcome:
         async with build_worker(runs.client, runs.task_queue):
@@ -257,16 +225,16 @@ states:
 def test_a_long_output_is_judged_from_its_log_on_the_host_and_checkpointed(
     time_skipping: TimeSkipping, tmp_path: Path
 ) -> None:
-    checkout = _checkout(tmp_path, "big", BIG_OUTPUT_LOOP)
+    checkout = checkout_with(tmp_path, "big", BIG_OUTPUT_LOOP)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
     subprocess.run([*git, "init", "-q", str(checkout)], check=True)
     subprocess.run([*git, "-C", str(checkout), "commit", "-q", "--allow-empty", "-m", "start"])
-    runs = _runs(time_skipping, checkout)
+    runs = runs_for(time_skipping, checkout)
 
     async def scenario() -> tuple[RunOutcome, list[dict[str, Any]]]:
         seen: list[dict[str, Any]] = []
         async with build_worker(runs.client, runs.task_queue):
-            await runs.start(_input(runs, "big"))
+            await runs.start(run_input(runs, "big"))
             return await asyncio.wait_for(runs.follow("big", seen.append), WAIT_SECONDS), seen
 
     outcome, seen = time_skipping.run(scenario())
@@ -299,14 +267,14 @@ def test_a_usage_limit_wait_is_a_durable_timer_and_the_state_runs_again(
 ) -> None:
     """The run core's `WaitUntil` becomes a workflow timer: the time-skipping server
     jumps to the reset (up to two days ahead) and the state runs again, uncounted."""
-    checkout = _checkout(
+    checkout = checkout_with(
         tmp_path / "limited", "limited", LIMITED_LOOP.replace("Jan 1", _tomorrow())
     )
-    runs = _runs(time_skipping, checkout)
+    runs = runs_for(time_skipping, checkout)
 
     async def scenario() -> tuple[RunOutcome, list[dict[str, Any]]]:
         async with build_worker(runs.client, runs.task_queue):
-            handle = await runs.start(_input(runs, "limited"))
+            handle = await runs.start(run_input(runs, "limited"))
             done = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
             page = await handle.query(LoopWorkflow.events, 0)
             return done, page.events

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from fixtures.cli_support import LL_LOOP, cli_env, run_cli, write_loop
+from fixtures.processes import processes_with
 from fixtures.temporal_servers import DevServer
 
 HELLO = Path(__file__).resolve().parents[3] / ".loops" / "hello.yaml"
@@ -96,18 +97,6 @@ def _checkout(root: Path, name: str, text: str) -> Path:
     return root
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return sorted(found)
-
-
 def _heartbeat_recorded(env: dict[str, str], workflow_id: str) -> bool:
     """Whether the running action's heartbeat (with its process group) reached the server."""
     from temporalio.client import Client
@@ -171,7 +160,7 @@ def test_a_stop_during_a_long_action_then_resume(
     workers.append(Worker(checkout, env))
     started = run_cli(checkout, "run", "slow", "--detach", env=env)
     assert started.returncode == 0, started.stderr
-    _wait_until(lambda: _processes_with(marker), "the action to start")
+    _wait_until(lambda: processes_with(marker), "the action to start")
     again = run_cli(checkout, "run", "slow", "--detach", env=env)
     assert again.returncode == 6
     assert again.stderr.strip().endswith(
@@ -180,7 +169,7 @@ def test_a_stop_during_a_long_action_then_resume(
     )
 
     assert run_cli(checkout, "stop", "slow", env=env).returncode == 0
-    _wait_until(lambda: not _processes_with(marker), "the action to be killed")
+    _wait_until(lambda: not processes_with(marker), "the action to be killed")
 
     def status() -> dict[str, Any]:
         result = run_cli(checkout, "status", "slow", "--json", env=env)
@@ -202,15 +191,15 @@ def test_a_killed_workers_action_is_stopped_and_retried_on_another_worker(
     first = Worker(checkout, env)
     workers.append(first)
     assert run_cli(checkout, "run", "slow", "--detach", env=env).returncode == 0
-    _wait_until(lambda: _processes_with(marker), "the action to start")
-    orphans = _processes_with(marker)
+    _wait_until(lambda: processes_with(marker), "the action to start")
+    orphans = processes_with(marker)
     workflow_id = f"ll-loop:slow@{os.uname().nodename}:{checkout.resolve()}"
     # The process group reaches the server with a heartbeat once the action has run a
     # moment (runner.GROUP_NOTICE_SECONDS): a worker killed before that leaves an orphan
     # the retry does not know of.
     _wait_until(lambda: _heartbeat_recorded(env, workflow_id), "a heartbeat with the group")
     first.kill()
-    assert _processes_with(marker) == orphans  # the dead worker's action runs on
+    assert processes_with(marker) == orphans  # the dead worker's action runs on
 
     second = Worker(checkout, env)
     workers.append(second)
@@ -218,16 +207,16 @@ def test_a_killed_workers_action_is_stopped_and_retried_on_another_worker(
     # stops what the dead one left running: one copy of the action, never two.
     try:
         _wait_until(
-            lambda: _processes_with(marker) and not set(orphans) & set(_processes_with(marker)),
+            lambda: processes_with(marker) and not set(orphans) & set(processes_with(marker)),
             "the action to be retried",
         )
     finally:
-        for pid in set(orphans) & set(_processes_with(marker)):
+        for pid in set(orphans) & set(processes_with(marker)):
             os.killpg(pid, signal.SIGKILL)  # never leave the orphan behind a failed test
-    assert len(_processes_with(marker)) == len(orphans)
+    assert len(processes_with(marker)) == len(orphans)
     assert "stopping the action left running by a dead worker" in second.output()
     assert run_cli(checkout, "stop", "slow", env=env).returncode == 0
-    _wait_until(lambda: not _processes_with(marker), "the action to be killed")
+    _wait_until(lambda: not processes_with(marker), "the action to be killed")
 
 
 def test_two_worktrees_run_the_same_loop_on_their_own_task_queues(

@@ -1,0 +1,37 @@
+"""What the loop workflow's tests on the time-skipping server share: a checkout with a
+loop file, the `LoopRuns` of a fresh task queue, and a run's input."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+from fixtures.cli_support import write_loop
+from fixtures.temporal_servers import TimeSkipping
+
+from little_loops.fsm.temporal.client import LoopRuns
+from little_loops.fsm.temporal.payloads import RunInput
+from little_loops.fsm.validation import load_loop
+
+
+def checkout_with(root: Path, name: str, text: str) -> Path:
+    """`root` holding the loop `name` (its YAML `text`) in `.loops/`."""
+    root.mkdir(parents=True, exist_ok=True)
+    write_loop(root, name, text)
+    return root
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def runs_for(time_skipping: TimeSkipping, checkout: Path) -> LoopRuns:
+    """The runs of `checkout` on a task queue of their own."""
+    return LoopRuns(time_skipping.client, checkout, checkout / ".loops", unique("queue"))
+
+
+def run_input(runs: LoopRuns, name: str, **options: Any) -> RunInput:
+    fsm = load_loop(runs.loops_dir / f"{name}.yaml")
+    return runs.run_input(fsm, os.environ, **options)
