@@ -16,10 +16,12 @@ from little_loops.fsm.engine.evaluation_step import judge
 from little_loops.fsm.engine.requests import (
     EvaluateWithIO,
     Finish,
+    InspectWorkspace,
     Request,
     RunAction,
     Sleep,
 )
+from little_loops.fsm.engine.revisions import WORKSPACE_FINGERPRINT
 from little_loops.fsm.engine.run_loop import FSMExecutor
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.judging.host_io import needs_host_io
@@ -196,3 +198,76 @@ def test_a_result_before_any_request_is_refused() -> None:
     with pytest.raises(RuntimeError, match="before next_request"):
         core.submit("nothing was asked")
     assert isinstance(core.next_request(), RunAction)  # the run still starts cleanly
+
+
+# --- the stall guard's work-tree fingerprint, asked of the driver ---------------------------
+
+
+def _stalling_loop() -> FSMLoop:
+    """`a` fails the same way every time; the guard (threshold 2) watches it."""
+    states = {
+        "a": {
+            "action": "x",
+            "evaluate": {"type": "exit_code"},
+            "on_success": "done",
+            "on_failure": "a",
+        },
+        "done": {"terminal": True},
+    }
+    spec = {"name": "t", "initial": "a", "states": states, "stall_threshold": 2}
+    return FSMLoop.from_dict({**spec, "max_iterations": 10})
+
+
+def _drive_with_workspace(core: RunCore, fingerprints: list[str | None]) -> list[Request]:
+    """Answer every action with the same failure and `InspectWorkspace` with the next of
+    `fingerprints`."""
+    seen: list[Request] = []
+    request = core.next_request()
+    while not isinstance(request, Finish):
+        seen.append(request)
+        if isinstance(request, RunAction):
+            core.submit(ActionResult(output="same", stderr="", exit_code=1, duration_ms=1))
+        else:
+            assert isinstance(request, InspectWorkspace)
+            core.submit(fingerprints.pop(0))
+        request = core.next_request()
+    seen.append(request)
+    return seen
+
+
+def test_the_work_tree_is_asked_of_the_driver_after_an_ending_that_can_stall() -> None:
+    seen = _drive_with_workspace(RunCore(_stalling_loop(), clock=FakeClock()), ["w1", "w1"])
+
+    kinds = [type(r).__name__ for r in seen]
+    assert kinds == ["RunAction", "InspectWorkspace", "RunAction", "InspectWorkspace", "Finish"]
+    assert isinstance(seen[-1], Finish) and seen[-1].result.terminated_by == "stalled"
+
+
+def test_a_changing_work_tree_is_progress_however_the_output_repeats() -> None:
+    changing = [f"w{n}" for n in range(10)]
+    seen = _drive_with_workspace(RunCore(_stalling_loop(), clock=FakeClock()), changing)
+
+    assert isinstance(seen[-1], Finish) and seen[-1].result.terminated_by == "max_iterations"
+
+
+def test_a_run_without_the_revision_does_not_ask_for_the_work_tree() -> None:
+    """A Temporal run recorded before `WORKSPACE_FINGERPRINT` replays without the
+    request: its guard compared only what the states said."""
+    asked: list[str] = []
+
+    def revised(name: str) -> bool:
+        asked.append(name)
+        return False
+
+    core = RunCore(_stalling_loop(), clock=FakeClock(), revised=revised)
+    seen = _drive_with_workspace(core, [])
+
+    assert [type(r).__name__ for r in seen] == ["RunAction", "RunAction", "Finish"]
+    assert set(asked) == {WORKSPACE_FINGERPRINT}
+
+
+def test_a_healthy_ending_is_not_fingerprinted() -> None:
+    loop = _one_state({"type": "output_numeric", "operator": "ge", "target": 2})
+    loop.stall_threshold = 2
+    seen = _requests_until_finish(RunCore(loop, clock=FakeClock()), "5")
+    assert [type(r).__name__ for r in seen] == ["RunAction", "Finish"]

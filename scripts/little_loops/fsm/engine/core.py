@@ -52,11 +52,13 @@ from little_loops.fsm.engine.requests import (
     EvaluateWithIO,
     Finish,
     HandOff,
+    InspectWorkspace,
     Request,
     RunAction,
     Sleep,
     WaitUntil,
 )
+from little_loops.fsm.engine.revisions import WORKSPACE_FINGERPRINT, every_revision
 from little_loops.fsm.engine.routing_step import (
     leave_over_visited,
     leave_stalled,
@@ -99,7 +101,8 @@ class RunCore:
     own); `stop_requested` tells whether a shutdown was asked for (also
     `request_shutdown()`); `checkpoints` whether to ask for `Checkpoint`s;
     `handoff_handler` only decides what a handoff does (its `behavior`): the handing off
-    itself is the `HandOff` request.
+    itself is the `HandOff` request. `revised(name)` says whether a named change of
+    `revisions` applies to this run (default: all do; a replayed workflow may say no).
     """
 
     def __init__(
@@ -116,6 +119,7 @@ class RunCore:
         log_dir: Path | None = None,
         checkpoints: bool = False,
         stop_requested: Callable[[], bool] | None = None,
+        revised: Callable[[str], bool] = every_revision,
     ) -> None:
         self.fsm = fsm
         self.clock = clock
@@ -128,6 +132,7 @@ class RunCore:
         self._log_dir = log_dir
         self._checkpoints = checkpoints
         self._stop_requested = stop_requested
+        self._revised = revised
         self._stopping = False
         self._clock_start = clock.monotonic()
         self._elapsed_before_ms = 0
@@ -256,8 +261,11 @@ class RunCore:
         handoff = step.signal_of("handoff")
         if step.action is not None and self._checkpoints:
             yield from self._checkpoint("handoff" if handoff else "iteration")
-        cursor = self.cursor
-        stall = self.guards.note_ending(cursor.current_state, cursor.iteration, step_ending(step))
+        cursor, ended = self.cursor, step_ending(step)
+        workspace = None
+        if self.guards.needs_workspace(ended) and self._revised(WORKSPACE_FINGERPRINT):
+            workspace = yield InspectWorkspace()
+        stall = self.guards.note_ending(cursor.current_state, cursor.iteration, ended, workspace)
         if stall is not None:
             return leave_stalled(sc, stall)
         if handoff is not None:

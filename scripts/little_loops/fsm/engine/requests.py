@@ -21,6 +21,7 @@ __all__ = [
     "EvaluateWithIO",
     "Finish",
     "HandOff",
+    "InspectWorkspace",
     "Request",
     "RunAction",
     "Sleep",
@@ -83,6 +84,13 @@ class WaitUntil:
 
 
 @dataclass(frozen=True)
+class InspectWorkspace:
+    """Fingerprint the project's files for the stall guard, on the host that has them;
+    submit `RunGuards.workspace_fingerprint()` there (a str, or None: nothing watched).
+    Asked only for an ending that can build a stall streak."""
+
+
+@dataclass(frozen=True)
 class HandOff:
     """Give a handoff to the `HandoffHandler` (pause or spawn); submit its `HandoffResult`."""
 
@@ -98,5 +106,14 @@ class Finish:
     result: ExecutionResult
 
 
-Request = RunAction | EvaluateWithIO | Checkpoint | Sleep | WaitUntil | HandOff | Finish
+Request = (
+    RunAction
+    | EvaluateWithIO
+    | Checkpoint
+    | InspectWorkspace
+    | Sleep
+    | WaitUntil
+    | HandOff
+    | Finish
+)
 Result = Any

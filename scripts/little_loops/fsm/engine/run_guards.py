@@ -64,6 +64,13 @@ class Stall:
     recover_to: str | None = None
 
 
+class _Ask:
+    """`note_ending` takes the workspace fingerprint itself (no value was given)."""
+
+
+ASK = _Ask()
+
+
 def ending_text(details: dict[str, Any]) -> str:
     """What a decision state "said": its evaluation details, in a stable order."""
     return json.dumps(details, sort_keys=True, default=str)
@@ -96,8 +103,25 @@ class RunGuards:
     def note_fatal_error(self, name: str, iteration: int, message: str, stderr: str) -> None:
         self.errors.record(name, iteration, "fatal_error", message, stderr)
 
-    def note_ending(self, name: str, iteration: int, ending: StepEnding) -> Stall | None:
-        """Keep the errors of this ending; a `Stall` when the state is stalled."""
+    def needs_workspace(self, ending: StepEnding) -> bool:
+        """Whether `note_ending` compares the work tree for `ending`: only an ending that
+        can build a streak is worth a `git status` (the run core asks its driver for the
+        fingerprint then, with `InspectWorkspace`)."""
+        verdict, _ = _judged(ending)
+        return verdict is not None and self.stall.counts(verdict)
+
+    def note_ending(
+        self,
+        name: str,
+        iteration: int,
+        ending: StepEnding,
+        workspace: str | _Ask | None = ASK,
+    ) -> Stall | None:
+        """Keep the errors of this ending; a `Stall` when the state is stalled.
+
+        `workspace` is the work tree's fingerprint when `needs_workspace(ending)` (None:
+        nothing is watched); left out, it is taken here, from this process's directory.
+        """
         self._keep_errors(name, iteration, ending)
         stall = self.stall
         if stall.threshold <= 0:
@@ -112,7 +136,8 @@ class RunGuards:
         output = _judged_output(ending)
         digest = fingerprint(output, verdict, payload)
         preview = first_lines(payload or output)
-        workspace = self._workspace_fingerprint()
+        if isinstance(workspace, _Ask):
+            workspace = self.workspace_fingerprint()
         streak = stall.observe(name, verdict, digest, preview, workspace=workspace)
         if streak is None:
             return None
@@ -124,7 +149,9 @@ class RunGuards:
         streak.recovered = True
         return Stall(stall_message(name, streak), self.on_stall)
 
-    def _workspace_fingerprint(self) -> str | None:
+    def workspace_fingerprint(self) -> str | None:
+        """The work tree's fingerprint (`workspace.WorkspaceWatcher`): host I/O, for a
+        driver serving `InspectWorkspace` in this process's directory."""
         if self._workspace is None:
             self._workspace = WorkspaceWatcher(
                 loops_dir=self.loops_dir, progress_paths=self.progress_paths

@@ -38,6 +38,7 @@ from little_loops.fsm.engine.requests import (
     EvaluateWithIO,
     Finish,
     HandOff,
+    InspectWorkspace,
     Request,
     RunAction,
     Sleep,
@@ -245,6 +246,8 @@ class FSMExecutor:
             return self.checkpointer.checkpoint(
                 request.state, request.iteration, reason=request.reason
             )
+        if isinstance(request, InspectWorkspace):
+            return self.guards.workspace_fingerprint()
         if isinstance(request, Sleep):
             # `request_shutdown` cuts the wait short.
             with contextlib.suppress(queue.Empty):
