@@ -1,5 +1,7 @@
 """Loop workflows whose routing changed after a history was recorded: replaying a recorded
-`hello` against them must fail (a module of its own for the workflow sandbox)."""
+`hello` against them must fail; and one that takes the run core's named changes
+(`engine.revisions`) unguarded, as if `workflow.patched` were not there (a module of its
+own for the workflow sandbox)."""
 
 from __future__ import annotations
 
@@ -35,3 +37,15 @@ class OtherStateSameSlot(LoopWorkflow):
     @workflow.run
     async def run(self, run: RunInput) -> RunOutcome:
         return await super().run(_with_check_target(run, 3))
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class UnguardedRevisions(LoopWorkflow):
+    """Every change of `engine.revisions` applied, recorded history or not."""
+
+    @workflow.run
+    async def run(self, run: RunInput) -> RunOutcome:
+        return await super().run(run)
+
+    def _revised(self, name: str) -> bool:
+        return True

@@ -20,7 +20,7 @@ try:
         record,
         replay,
     )
-    from replay_mutant import FewerActions, OtherStateSameSlot
+    from replay_mutant import FewerActions, OtherStateSameSlot, UnguardedRevisions
     from temporalio.client import Client
 except ImportError:  # no temporalio: `needs_temporalio` skips, or fails in CI, saying so
     pass
@@ -64,6 +64,17 @@ def test_a_routing_change_that_runs_another_state_in_the_same_place_fails_the_re
     result = asyncio.run(replay(history, OtherStateSameSlot))
 
     assert result.replay_failure is not None
+
+
+def test_the_run_cores_changes_are_what_keeps_older_histories_replaying() -> None:
+    """`stall-demo` was recorded before the stall guard asked the host for the work tree
+    (`revisions.WORKSPACE_FINGERPRINT`). It replays (above) because the workflow answers
+    `workflow.patched`; taking the change unguarded breaks that replay."""
+    history = load_history(HISTORIES_DIR / "stall-demo.json")
+    result = asyncio.run(replay(history, UnguardedRevisions))
+
+    assert result.replay_failure is not None
+    assert "inspect_workspace" in str(result.replay_failure)
 
 
 def test_a_fresh_recording_replays(temporal_dev_server: DevServer, tmp_path: Path) -> None:

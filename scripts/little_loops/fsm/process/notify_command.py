@@ -43,9 +43,11 @@ def start_notify_command(
     label: str,
     log_path: Path,
     timeout: float = NOTIFY_TIMEOUT_SECONDS,
+    cwd: Path | None = None,
 ) -> subprocess.Popen[bytes] | None:
-    """Start the supervisor of `command` (environment `env`, log line tagged `label`) and
-    return it without waiting; None when it could not start (that is logged)."""
+    """Start the supervisor of `command` (environment `env`, log line tagged `label`,
+    working directory `cwd`, default ours) and return it without waiting; None when it
+    could not start (that is logged)."""
     argv = [*_SUPERVISOR, "--timeout", str(timeout), "--log", str(log_path)]
     argv += ["--label", label, "--", command]
     try:
@@ -58,6 +60,7 @@ def start_notify_command(
                 stderr=log,
                 start_new_session=True,
                 env=dict(env),
+                cwd=cwd,
             )
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the command or a variable
         append_log_line(log_path, label, f"could not start: {exc}")

@@ -184,7 +184,8 @@ def _one_line(text: str) -> str:
 class RunNotifier:
     """Calls `command` for a run of `loop_name`; never waits for it, never raises.
 
-    `timeout` bounds each call (`NOTIFY_TIMEOUT_SECONDS`; tests make it short).
+    `timeout` bounds each call (`NOTIFY_TIMEOUT_SECONDS`; tests make it short); `cwd` is
+    where the command runs (default: this process's directory, the checkout of a run).
     """
 
     command: str
@@ -192,6 +193,7 @@ class RunNotifier:
     state_file: Path
     log_path: Path
     timeout: float = NOTIFY_TIMEOUT_SECONDS
+    cwd: Path | None = None
     _supervisors: list[subprocess.Popen[bytes]] = field(
         default_factory=list, init=False, repr=False
     )
@@ -216,6 +218,7 @@ class RunNotifier:
             label=notification.event,
             log_path=self.log_path,
             timeout=self.timeout,
+            cwd=self.cwd,
         )
         if supervisor is not None:
             self._supervisors.append(supervisor)

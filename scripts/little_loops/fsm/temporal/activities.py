@@ -7,7 +7,10 @@ only bounded tails (`OUTPUT_TAIL_BYTES`), far below Temporal's 2 MB payload limi
 the action runs the activity heartbeats its process group; a cancelled activity (the
 workflow was stopped) kills that group, and a retried one (its worker died) first stops
 the group the dead attempt left running on this host, so the action never runs twice at
-once. `judge`, `checkpoint` and `spawn_handoff` are the other requests that need the host.
+once; afterwards it prunes the run's logs to the last `logs_keep` actions, as locally.
+`judge`, `checkpoint`, `spawn_handoff` and `inspect_workspace` (the stall guard's
+work-tree fingerprint) are the other requests that need the host; `notify` calls the
+loop's notify command here, where the person's machine and credentials are.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import os
 import signal
 import socket
@@ -30,25 +34,39 @@ from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.process.background_groups import wait_for_group_end
 from little_loops.fsm.process.checkpoint import CheckpointResult, GitCheckpointer
+from little_loops.fsm.process.output_files import stderr_log_path
 from little_loops.fsm.process.process_groups import ActionGroup
 from little_loops.fsm.process.runner import KILL_GRACE_SECONDS, DefaultActionRunner
+from little_loops.fsm.process.workspace import WorkspaceWatcher
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
+from little_loops.fsm.store.log_retention import LogRetention
+from little_loops.fsm.store.notifier import RunNotifier
+from little_loops.fsm.store.state_files import (
+    RUNNING_DIR,
+    LoopState,
+    write_file_atomically,
+)
 from little_loops.fsm.temporal.payloads import (
     ActionInput,
     ActionOutput,
     CheckpointInput,
     JudgeInput,
+    NotifyInput,
     SpawnInput,
     SpawnOutput,
+    WorkspaceInput,
 )
 
 __all__ = [
     "ACTIVITIES",
     "HEARTBEAT_EVERY_SECONDS",
     "OUTPUT_TAIL_BYTES",
+    "TEMPORAL_STATE_SUFFIX",
     "checkpoint",
+    "inspect_workspace",
     "judge",
+    "notify",
     "run_action",
     "spawn_handoff",
 ]
@@ -61,6 +79,15 @@ HEARTBEAT_EVERY_SECONDS = 1.0
 
 MAX_SIGNAL_LINES = 32
 """Marker lines sent back per action: the first of each kind is all the core acts on."""
+
+TEMPORAL_STATE_SUFFIX = ".temporal-state.json"
+"""`<loop>.temporal-state.json` in the run folder: the state the notify command's
+`LL_STATE_FILE` names for a Temporal run (its own file: the local engine's state file of
+the same loop is left alone)."""
+
+NOTIFY_WAIT_SECONDS = 75.0
+"""How long `notify` waits for the command's supervisor (which bounds the command to
+`NOTIFY_TIMEOUT_SECONDS`), so the worker keeps no zombie."""
 
 
 @activity.defn(name="ll-loop.run_action")
@@ -95,9 +122,21 @@ async def run_action(request: ActionInput) -> ActionOutput:
         raise
     result = await running
     runner.stop_background()  # what the action left behind ends with it here
+    if log_path is not None and request.logs_keep > 0:
+        _prune_logs(log_path, request.logs_keep, request.logs_in_use, result.log_path)
     if result.log_path is not None and request.log_path is not None:
         result.log_path = request.log_path  # as the loop names it (relative, as locally)
     return ActionOutput(result, marker_lines.lines)
+
+
+def _prune_logs(log_path: Path, keep: int, in_use: list[str], written: str | None) -> None:
+    """Keep the logs of the last `keep` actions in the run's log folder, sparing this
+    action's and those in use (`log_retention`, as the local engine does after each
+    action). The folder is read afresh each time: a worker may have run the last actions
+    of this run or not."""
+    if written is None and not stderr_log_path(log_path).exists():
+        return  # a silent action left no log
+    LogRetention(log_path.parent, keep).add(log_path, in_use)
 
 
 def _in_checkout(checkout: str, path: str | None) -> Path | None:
@@ -192,4 +231,49 @@ async def spawn_handoff(request: SpawnInput) -> SpawnOutput:
     return SpawnOutput(pid=process.pid if process is not None else None, error=handled.error)
 
 
-ACTIVITIES: list[Callable[..., Any]] = [run_action, judge, checkpoint, spawn_handoff]
+@activity.defn(name="ll-loop.inspect_workspace")
+async def inspect_workspace(request: WorkspaceInput) -> str | None:
+    """The stall guard's fingerprint of the checkout's files (None: nothing watched)."""
+    watcher = WorkspaceWatcher(
+        Path(request.checkout),
+        loops_dir=Path(request.loops_dir),
+        progress_paths=request.progress_paths,
+    )
+    return await asyncio.to_thread(watcher.fingerprint)
+
+
+@activity.defn(name="ll-loop.notify")
+async def notify(request: NotifyInput) -> None:
+    """Call the notify command as the local engine does (`store.notifier`): for a
+    usage-limit wait's event, or for the end or pause of the run; the run's state as it
+    stands is first written where `LL_STATE_FILE` points. Waits for the command
+    (bounded), never raises for it: a failing notify command never fails a run."""
+    running = _in_checkout(request.checkout, str(Path(request.loops_dir) / RUNNING_DIR))
+    assert running is not None
+    running.mkdir(parents=True, exist_ok=True)
+    state_file = running / f"{request.loop_name}{TEMPORAL_STATE_SUFFIX}"
+    notifier = RunNotifier(
+        command=request.command,
+        loop_name=request.loop_name,
+        state_file=state_file,
+        log_path=running / f"{request.loop_name}.notify.log",
+        cwd=Path(request.checkout),  # as a local run's command runs in its checkout
+    )
+    if request.state is not None:
+        text = json.dumps(request.state, indent=2) + "\n"
+        await asyncio.to_thread(write_file_atomically, state_file, text)
+    if request.event is not None:
+        notifier.on_event(request.event)
+    elif request.state is not None:
+        notifier.on_end(LoopState.from_dict(request.state))
+    await asyncio.to_thread(notifier.wait, NOTIFY_WAIT_SECONDS)
+
+
+ACTIVITIES: list[Callable[..., Any]] = [
+    run_action,
+    judge,
+    checkpoint,
+    spawn_handoff,
+    inspect_workspace,
+    notify,
+]

@@ -24,11 +24,13 @@ __all__ = [
     "CheckpointInput",
     "EventsPage",
     "JudgeInput",
+    "NotifyInput",
     "ResumeSignal",
     "RunInput",
     "RunOutcome",
     "SpawnInput",
     "SpawnOutput",
+    "WorkspaceInput",
     "cursor_from_dict",
     "cursor_to_dict",
     "guards_from_dict",
@@ -112,6 +114,10 @@ class ActionInput:
     checkout: str
     log_path: str | None = None
     resume_session: str | None = None  # continue this claude session (a usage-limit wait)
+    # `logs_keep`: after the action, keep the logs of the last this many actions (0: no
+    # pruning); `logs_in_use`: the logs a capture or `${prev}` still names (never pruned).
+    logs_keep: int = 0
+    logs_in_use: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -153,6 +159,28 @@ class SpawnInput:
     continuation: str | None
     checkout: str
     running_dir: str
+
+
+@dataclass
+class WorkspaceInput:
+    """Fingerprint the checkout's files for the stall guard (`InspectWorkspace`)."""
+
+    checkout: str
+    loops_dir: str
+    progress_paths: list[str] = field(default_factory=list)
+
+
+@dataclass
+class NotifyInput:
+    """Call the loop's notify command on the host: for a usage-limit wait's `event`, or
+    (no event) for the run's end or pause; `state` is the run's state file fields then."""
+
+    command: str
+    loop_name: str
+    checkout: str
+    loops_dir: str
+    event: dict[str, Any] | None = None
+    state: dict[str, Any] | None = None
 
 
 @dataclass

@@ -3,9 +3,10 @@
 The workflow holds no copy of the loop's logic: it builds the same `RunCore` as the local
 engine (clock = workflow time, environment = the snapshot in the input) and serves its
 requests (`_serve`, one branch per request type): actions, judging with host I/O,
-checkpoints and a spawned handoff session become activities on the checkout's task
-queue; a backoff is a workflow timer. Everything else (routing, guards, pure evaluators,
-signals) runs here, deterministically.
+checkpoints, the stall guard's work-tree fingerprint and a spawned handoff session become
+activities on the checkout's task queue; a backoff or a usage-limit wait is a workflow
+timer. The loop's `notify` command is called by an activity on the host too. Everything
+else (routing, guards, pure evaluators, signals) runs here, deterministically.
 
 - A handoff pauses the run (status `awaiting_continuation`) until the `resume` signal,
   which may carry a new prompt and `max_continuations`.
@@ -15,11 +16,16 @@ signals) runs here, deterministically.
   events from number `since` on, so a client can show progress as a local run does.
 - Every `continue_as_new_every` states the run continues as new, carrying its cursor
   and guards, so the history stays bounded.
+
+Upgrades: a change that alters which activities or timers a run asks for is guarded by
+`workflow.patched` (the run core's changes through its `revised` hook, named in
+`engine.revisions`; the workflow's own below), so a history recorded before it replays.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 from datetime import timedelta
@@ -47,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         EvaluateWithIO,
         Finish,
         HandOff,
+        InspectWorkspace,
         Request,
         RunAction,
         Sleep,
@@ -56,8 +63,7 @@ with workflow.unsafe.imports_passed_through():
     from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler, HandoffResult
     from little_loops.fsm.process.checkpoint import CheckpointResult
     from little_loops.fsm.process.runner import CANCELLED_EXIT_CODE, CANCELLED_MESSAGE, ActionResult
-    from little_loops.fsm.process.workspace import WorkspaceWatcher
-    from little_loops.fsm.schema import FSMLoop
+    from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
     from little_loops.fsm.signal_detector import SignalDetector
     from little_loops.fsm.store.state_files import RUNNING_DIR
     from little_loops.fsm.temporal.payloads import (
@@ -66,11 +72,13 @@ with workflow.unsafe.imports_passed_through():
         CheckpointInput,
         EventsPage,
         JudgeInput,
+        NotifyInput,
         ResumeSignal,
         RunInput,
         RunOutcome,
         SpawnInput,
         SpawnOutput,
+        WorkspaceInput,
         cursor_from_dict,
         guards_from_dict,
     )
@@ -88,6 +96,14 @@ bounded part of a payload far below Temporal's 2 MB limit)."""
 _ACTION_MARGIN_SECONDS = 60.0  # the runner times the action out itself; this is a backstop
 _SHORT_ACTIVITY = timedelta(minutes=10)
 _RETRIES = RetryPolicy(maximum_attempts=5)
+_NOTIFY_TIMEOUT = timedelta(minutes=3)  # the command is bounded to 60 s on the host
+_ONCE = RetryPolicy(maximum_attempts=1)  # a notification retried could be told twice
+
+NOTIFY = "ll-loop:2026-11:notify"
+"""`workflow.patched` name: the notify command is called (before it, never on Temporal)."""
+
+NOTIFIED_EVENTS = frozenset({"limit_wait", "limit_wait_end"})
+"""Events told as they happen (the end of the run is told once its outcome is set)."""
 
 
 class _WorkflowClock:
@@ -98,14 +114,6 @@ class _WorkflowClock:
 
     def wall(self) -> float:
         return workflow.now().timestamp()
-
-
-class _NoWorkspace(WorkspaceWatcher):
-    """The stall guard's workspace fingerprint runs git: I/O the workflow may not do. In
-    the workflow the guard compares what the states said, not the work tree."""
-
-    def fingerprint(self) -> str | None:
-        return None
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -124,6 +132,8 @@ class LoopWorkflow:
         self._rolling_over = False
         self._quiet_start = False  # a continued run does not announce a second start
         self._activities = 0  # activities scheduled in this workflow run
+        self._to_tell: list[NotifyInput] = []  # notifications not sent yet, in order
+        self._telling: asyncio.Task[None] | None = None  # sends them, one at a time
 
     # -- signals and queries ------------------------------------------------------------
 
@@ -179,8 +189,10 @@ class LoopWorkflow:
         while True:
             finish = await self._drive(self._new_core(cursor, guards))
             if self._rolling_over:
+                await self._notified()
                 workflow.continue_as_new(self._continued_input())
             self._outcome = self._finished(finish)
+            await self._notify_end(self._outcome)
             if not self._pauses(finish):
                 return self._outcome
             signal = await self._wait_for_resume()
@@ -192,9 +204,7 @@ class LoopWorkflow:
             self._resume = None
 
     def _guards(self, fsm: FSMLoop) -> RunGuards:
-        guards = RunGuards(fsm)
-        guards._workspace = _NoWorkspace(Path(self._input.checkout))
-        return guards
+        return RunGuards(fsm)  # its work-tree fingerprint is an activity (`InspectWorkspace`)
 
     def _new_core(self, cursor: RunCursor, guards: RunGuards) -> RunCore:
         run, fsm = self._input, self._fsm
@@ -208,12 +218,18 @@ class LoopWorkflow:
             env=dict(run.env),
             signal_detector=SignalDetector(),
             handoff_handler=HandoffHandler(HandoffBehavior(fsm.on_handoff)),
-            log_dir=logs if run.keep_logs else None,
+            log_dir=logs if run.keep_logs and self._logs_keep() else None,
             checkpoints=fsm.checkpoint == "git",
             stop_requested=self._rollover_due,
+            revised=self._revised,
         )
         self._core = core
         return core
+
+    def _revised(self, name: str) -> bool:
+        """Whether a named change of the run core (`engine.revisions`) applies: yes for a
+        run that reaches it after the upgrade, no when replaying a history from before."""
+        return workflow.patched(name)
 
     async def _drive(self, core: RunCore) -> Finish:
         request = core.next_request()
@@ -230,6 +246,8 @@ class LoopWorkflow:
             return await self._judge(core, request)
         if isinstance(request, Checkpoint):
             return await self._checkpoint(core, request)
+        if isinstance(request, InspectWorkspace):
+            return await self._inspect_workspace(core)
         if isinstance(request, Sleep):
             return await self._sleep(core, request.seconds)
         if isinstance(request, WaitUntil):  # a usage limit's reset, as a durable timer
@@ -249,6 +267,8 @@ class LoopWorkflow:
             checkout=run.checkout,
             log_path=str(request.log_path) if request.log_path else None,
             resume_session=request.resume_session,
+            logs_keep=self._logs_keep(),
+            logs_in_use=_logs_in_use(core.cursor),
         )
         try:
             output: ActionOutput = await workflow.execute_activity(
@@ -327,6 +347,25 @@ class LoopWorkflow:
         except ActivityError as exc:
             return CheckpointResult("failed", warning=self._activity_failure(exc))
         return result
+
+    async def _inspect_workspace(self, core: RunCore) -> str | None:
+        run = self._input
+        workspace = WorkspaceInput(
+            checkout=run.checkout,
+            loops_dir=run.loops_dir,
+            progress_paths=list(self._fsm.progress_paths),
+        )
+        try:
+            fingerprint: str | None = await self._host_activity(
+                "ll-loop.inspect_workspace", workspace, str, core
+            )
+        except ActivityError:
+            return None  # as a git that fails locally: the files are not watched
+        return fingerprint
+
+    def _logs_keep(self) -> int:
+        keep = self._fsm.logs_keep
+        return DEFAULT_LOGS_KEEP if keep is None else keep
 
     async def _hand_off(self, core: RunCore, request: HandOff) -> HandoffResult:
         behavior = HandoffBehavior(self._fsm.on_handoff)
@@ -459,6 +498,54 @@ class LoopWorkflow:
         loop = dict(self._input.loop, max_continuations=self._fsm.max_continuations)
         return dataclasses.replace(self._input, loop=loop, carry=carry, resume=None)
 
+    # -- telling a person (`notify`) -----------------------------------------------------
+
+    def _notify(
+        self, event: dict[str, Any] | None = None, state: dict[str, Any] | None = None
+    ) -> None:
+        """Tell the notify command on the host, when the loop has one (and the run reached
+        this code after the upgrade that brought it: `NOTIFY`). `event`: a usage-limit
+        wait's; without it, the end or pause that `state` describes. The calls go out one
+        after the other, in order, each after the last one's command ended: each finds
+        `LL_STATE_FILE` as it was when it was told."""
+        command = self._fsm.notify
+        if not command or not workflow.patched(NOTIFY):
+            return
+        run = self._input
+        told = NotifyInput(command, self._fsm.name, run.checkout, run.loops_dir, event, state)
+        self._to_tell.append(told)
+        if self._telling is None:
+            self._telling = asyncio.create_task(self._tell_in_order())
+
+    async def _tell_in_order(self) -> None:
+        run = self._input
+        while self._to_tell:
+            told = self._to_tell.pop(0)
+            self._activities += 1
+            try:
+                await workflow.execute_activity(
+                    "ll-loop.notify",
+                    told,
+                    task_queue=run.task_queue,
+                    activity_id=f"{self._activities}:notify",
+                    schedule_to_start_timeout=timedelta(seconds=run.schedule_to_start_seconds),
+                    start_to_close_timeout=_NOTIFY_TIMEOUT,
+                    retry_policy=_ONCE,
+                )
+            except (ActivityError, asyncio.CancelledError) as exc:
+                workflow.logger.warning("the notify command was not called: %s", exc)
+        self._telling = None
+
+    async def _notify_end(self, outcome: RunOutcome) -> None:
+        """Tell how the run ended or paused (not a continue-as-new: the run goes on)."""
+        self._notify(state=outcome.state)
+        await self._notified()
+
+    async def _notified(self) -> None:
+        """Wait until every notification told so far has gone out."""
+        with contextlib.suppress(asyncio.CancelledError):  # stopped meanwhile: they go on
+            await workflow.wait_condition(lambda: self._telling is None)
+
     # -- events -------------------------------------------------------------------------
 
     def _on_event(self, event: dict[str, Any]) -> None:
@@ -475,6 +562,8 @@ class LoopWorkflow:
         if self._core is not None:
             self._elapsed_ms = self._core.elapsed_ms()
         self._keep_event(event)
+        if kind in NOTIFIED_EVENTS:  # with the state as it stands now, as locally
+            self._notify(event=event, state=self.status())
 
     def _keep_event(self, event: dict[str, Any]) -> None:
         self._events.append(event)
@@ -501,6 +590,13 @@ def _ctx_dict(request: EvaluateWithIO) -> dict[str, Any]:
     ctx = dataclasses.asdict(request.ctx)
     ctx["env"] = dict(request.ctx.env) if request.ctx.env is not None else None
     return ctx
+
+
+def _logs_in_use(cursor: RunCursor) -> list[str]:
+    """The logs a capture or `${prev}` still names: pruning spares them."""
+    results: list[Any] = [*cursor.captured.values(), cursor.prev_result]
+    paths = [result.get("log_path") for result in results if isinstance(result, dict)]
+    return [path for path in paths if isinstance(path, str)]
 
 
 def _failed_action(message: str) -> ActionResult:
