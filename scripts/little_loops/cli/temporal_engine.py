@@ -110,7 +110,13 @@ def run_temporal(loop_arg: str, options: RunOptions, *, detach: bool = False) ->
     apply_overrides(fsm, options)
 
     async def start(runs: LoopRuns) -> int:
-        run = runs.run_input(fsm, os.environ, context_overrides=dict(options.context))
+        run = runs.run_input(
+            fsm,
+            os.environ,
+            context_overrides=dict(options.context),
+            budget_override=options.max_cost,
+            notify_override=options.notify,
+        )
         await runs.start(run)
         if detach:
             return _say_detached(runs, fsm.name, options.quiet)
@@ -132,7 +138,12 @@ def resume_temporal(loop_arg: str, options: RunOptions, *, prompt: str | None = 
         from little_loops.cli.cmd_run import _resume_header
         from little_loops.fsm.temporal.payloads import ResumeSignal
 
-        signal_ = ResumeSignal(prompt=prompt, max_continuations=options.max_continuations)
+        signal_ = ResumeSignal(
+            prompt=prompt,
+            max_continuations=options.max_continuations,
+            max_cost_usd=options.max_cost,
+            notify=options.notify,
+        )
         saved = _saved_state(await runs.status(fsm.name))  # as it was before the resume
         if await runs.is_open(fsm.name):
             since = await _resume_open(runs, fsm, signal_)
@@ -156,6 +167,7 @@ async def _resume_open(runs: LoopRuns, fsm: Any, signal_: Any) -> int:
         )
     if signal_.max_continuations is not None:
         fsm.max_continuations = signal_.max_continuations
+    _keep_command_line(fsm, state, signal_)
     reason = resume_refusal(state, fsm, LOOPS_DIR / RUNNING_DIR)
     if reason is not None:
         raise LoopError(reason)
@@ -172,15 +184,34 @@ async def _resume_closed(runs: LoopRuns, fsm: Any, signal_: Any, options: RunOpt
     state = _saved_state(outcome.state if outcome is not None else None)
     if outcome is None or state is None:
         raise LoopError(f"Nothing to resume for: {fsm.name}")
+    _keep_command_line(fsm, state, signal_)
     reason = resume_refusal(state, fsm, LOOPS_DIR / RUNNING_DIR)
     if reason is not None:
         raise LoopError(reason)
     run = runs.run_input(
-        fsm, os.environ, context_overrides=state.context_overrides, carry=outcome.carry
+        fsm,
+        os.environ,
+        context_overrides=state.context_overrides,
+        carry=outcome.carry,
+        budget_override=signal_.max_cost_usd,
+        notify_override=signal_.notify,
     )
     run.resume = signal_
     await runs.start(run)
     return outcome.carry.event_offset
+
+
+def _keep_command_line(fsm: Any, state: Any, signal_: Any) -> None:
+    """The run's `--max-cost` and `--notify` hold again unless given anew (as a local
+    resume keeps them): into `fsm` for the checks here, and into `signal_` for the run."""
+    if signal_.max_cost_usd is None:
+        signal_.max_cost_usd = state.max_cost_usd
+    if signal_.notify is None:
+        signal_.notify = state.notify
+    if signal_.max_cost_usd is not None:
+        fsm.max_cost_usd = signal_.max_cost_usd
+    if signal_.notify is not None:
+        fsm.notify = signal_.notify or None
 
 
 def _saved_state(data: dict[str, Any] | None) -> Any:

@@ -91,3 +91,54 @@ states:
   done:
     terminal: true
 """
+
+
+WAITING_LOOP = """\
+name: waits
+initial: work
+states:
+  work:
+    action: "if [ -f go ]; then echo ok; else sleep 300; fi"
+    next: done
+  done:
+    terminal: true
+"""
+
+TELL = 'echo "$LL_EVENT $LL_STATUS" >> told.txt'
+
+
+def test_notify_on_temporal_tells_a_stop_and_the_end_and_resume_keeps_the_command(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--notify` is told from the worker's host; like a local run's, the command given on
+    the command line is kept by `resume` (here a resume after the workflow closed)."""
+    write_loop(project, "waits", WAITING_LOOP)
+    code, _, _ = cli_in_process(capsys, "run", "waits", "--detach", "--notify", TELL)
+    assert code == 0
+    _wait_until(lambda: "sleep 300" in _running_actions(project), "the action to start")
+    assert cli_in_process(capsys, "stop", "waits")[0] == 0
+    told = project / "told.txt"
+    _wait_until(told.exists, "the stop to be told")
+    assert told.read_text(encoding="utf-8") == "interrupted interrupted\n"
+    code, out, _ = cli_in_process(capsys, "status", "waits", "--json")
+    assert json.loads(out)["notify"] == TELL
+
+    (project / "go").write_text("", encoding="utf-8")
+    code, out, _ = cli_in_process(capsys, "resume", "waits")
+    assert code == 0 and "Loop completed: done" in out
+    # The end is told once the outcome is set, as the client may already report it.
+    _wait_until(lambda: len(told.read_text(encoding="utf-8").splitlines()) > 1, "the end")
+    lines = told.read_text(encoding="utf-8").splitlines()
+    assert lines == ["interrupted interrupted", "completed completed"]
+
+
+def _running_actions(project: Path) -> str:
+    """The command lines of the processes that run in `project` (an action runs there)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cwd").resolve() == project.resolve():
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
+    return "\n".join(found)

@@ -61,10 +61,13 @@ class Carry:
 
 @dataclass
 class ResumeSignal:
-    """`resume` of a paused run: a new continuation prompt and limit, when given."""
+    """`resume` of a paused run: a new continuation prompt and limits, when given
+    (`notify`: a new command, "" for none; None leaves each as it was)."""
 
     prompt: str | None = None
     max_continuations: int | None = None
+    max_cost_usd: float | None = None
+    notify: str | None = None
 
 
 @dataclass
@@ -92,6 +95,10 @@ class RunInput:
     schedule_to_start_seconds: float = 300.0
     heartbeat_seconds: float = 10.0
     keep_logs: bool = True
+    # `run --max-cost` / `--notify` ("": none), kept in the state for a resume to keep, as
+    # the local state file keeps them (None: not given; the loop file's hold).
+    budget_override: float | None = None
+    notify_override: str | None = None
 
 
 @dataclass

@@ -22,7 +22,12 @@ from little_loops.fsm.store.persistent_executor import (
 )
 from little_loops.fsm.store.run_history import WAITING
 from little_loops.fsm.store.state_files import PHASE_ENTERED, PHASE_ROUTED, LoopState
-from little_loops.fsm.temporal.payloads import Carry, cursor_to_dict, guards_to_dict
+from little_loops.fsm.temporal.payloads import (
+    Carry,
+    ResumeSignal,
+    cursor_to_dict,
+    guards_to_dict,
+)
 
 __all__ = ["FINAL_STATUS", "RunRecord", "resumed_cursor"]
 
@@ -47,6 +52,8 @@ class RunRecord:
     error: str | None = None
     resumed_at: str | None = None
     updated_at: str = ""
+    budget_override: float | None = None  # `--max-cost`, kept on resume
+    notify_override: str | None = None  # `--notify`, kept on resume
 
     def note(self, event: dict[str, Any]) -> None:
         """Take in one event of the core (as `PersistentExecutor._record_event` does)."""
@@ -96,7 +103,20 @@ class RunRecord:
             context_overrides=self.context_overrides,
             spending=cursor.spending.to_dict() if cursor.spending.anything else {},
             limit_wait=cursor.limit_wait,
+            max_cost_usd=self.budget_override,
+            notify=self.notify_override,
         )
+
+    def take_resume(self, signal: ResumeSignal) -> None:
+        """A resume's `--max-cost` and `--notify` hold from now on (and on resume)."""
+        fsm = self.fsm
+        if signal.max_continuations is not None:
+            fsm.max_continuations = signal.max_continuations
+        if signal.max_cost_usd is not None:
+            self.budget_override = fsm.max_cost_usd = signal.max_cost_usd
+        if signal.notify is not None:
+            self.notify_override = signal.notify
+            fsm.notify = signal.notify or None
 
     def carry(self, cursor: RunCursor, guards: RunGuards, event_offset: int) -> Carry:
         return Carry(

@@ -172,6 +172,7 @@ class LoopWorkflow:
         self._input = run
         fsm = self._fsm = FSMLoop.from_dict(run.loop)
         record = self._record = RunRecord(fsm, run.host, dict(run.context_overrides))
+        record.budget_override, record.notify_override = run.budget_override, run.notify_override
         guards = self._guards(fsm)
         cursor = RunCursor(fsm.initial)
         carry = run.carry
@@ -457,8 +458,7 @@ class LoopWorkflow:
         """Go on from a paused or ended run, as a local `resume` does."""
         record, fsm = self._record, self._fsm
         assert record is not None
-        if signal.max_continuations is not None:
-            fsm.max_continuations = signal.max_continuations
+        record.take_resume(signal)
         now_ms = int(workflow.now().timestamp() * 1000)
         resumed, cut_off = resumed_cursor(cursor, record, now_ms, self._elapsed_ms, signal.prompt)
         if cut_off:
@@ -495,8 +495,21 @@ class LoopWorkflow:
         carry = record.carry(core.cursor, core.guards, self._event_count())
         carry.cursor["elapsed_ms"] = core.elapsed_ms()
         carry.recent_events = self._recent_events()
-        loop = dict(self._input.loop, max_continuations=self._fsm.max_continuations)
-        return dataclasses.replace(self._input, loop=loop, carry=carry, resume=None)
+        fsm = self._fsm
+        loop = dict(
+            self._input.loop,
+            max_continuations=fsm.max_continuations,
+            max_cost_usd=fsm.max_cost_usd,
+            notify=fsm.notify,
+        )
+        return dataclasses.replace(
+            self._input,
+            loop=loop,
+            carry=carry,
+            resume=None,
+            budget_override=record.budget_override,
+            notify_override=record.notify_override,
+        )
 
     # -- telling a person (`notify`) -----------------------------------------------------
 
