@@ -15,7 +15,7 @@ from fixtures.temporal_servers import TimeSkipping
 try:
     from temporalio.client import WorkflowHandle
     from temporalio.worker import Replayer
-    from workflow_support import checkout_with, run_input, runs_for, unique
+    from workflow_support import checkout_with, limited_loop, run_input, runs_for, unique
 
     from little_loops.fsm.temporal.payloads import ResumeSignal, RunOutcome
     from little_loops.fsm.temporal.worker import build_worker, workflow_runner
@@ -246,30 +246,12 @@ def test_a_long_output_is_judged_from_its_log_on_the_host_and_checkpointed(
     assert [event["event"] for event in seen].count("checkpoint") == 1
 
 
-LIMITED_LOOP = """\
-name: limited
-initial: work
-rate_limit:
-  max_wait: 2d
-states:
-  work:
-    action: >-
-      if [ -f tried ]; then echo finished;
-      else touch tried; echo "You've hit your weekly limit · resets Jan 1, 3am (UTC)"; exit 1; fi
-    next: done
-  done:
-    terminal: true
-"""
-
-
 def test_a_usage_limit_wait_is_a_durable_timer_and_the_state_runs_again(
     time_skipping: TimeSkipping, tmp_path: Path
 ) -> None:
     """The run core's `WaitUntil` becomes a workflow timer: the time-skipping server
     jumps to the reset (up to two days ahead) and the state runs again, uncounted."""
-    checkout = checkout_with(
-        tmp_path / "limited", "limited", LIMITED_LOOP.replace("Jan 1", _tomorrow())
-    )
+    checkout = checkout_with(tmp_path / "limited", "limited", limited_loop())
     runs = runs_for(time_skipping, checkout)
 
     async def scenario() -> tuple[RunOutcome, list[dict[str, Any]]]:
@@ -289,10 +271,3 @@ def test_a_usage_limit_wait_is_a_durable_timer_and_the_state_runs_again(
     assert done.state["iteration"] == 1  # the wait counted no iteration
     assert "limit_wait" not in done.state  # nothing left to wait for
     assert (checkout / "tried").exists()
-
-
-def _tomorrow() -> str:
-    from datetime import UTC, datetime, timedelta
-
-    day = datetime.now(UTC) + timedelta(days=1)
-    return day.strftime("%b %-d")

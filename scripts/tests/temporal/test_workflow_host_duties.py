@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fixtures.cli_support import cli_env, run_cli
 from fixtures.temporal_servers import TimeSkipping
 
@@ -16,7 +17,7 @@ try:
     from temporalio.api.enums.v1 import EventType
     from temporalio.client import WorkflowHistory
     from temporalio.worker import Replayer
-    from workflow_support import checkout_with, run_input, runs_for
+    from workflow_support import checkout_with, limited_loop, run_input, runs_for
 
     from little_loops.fsm.temporal.payloads import RunOutcome
     from little_loops.fsm.temporal.worker import build_worker, workflow_runner
@@ -83,40 +84,33 @@ states:
 """
 
 
-def test_a_state_that_changes_files_but_says_the_same_is_progress_as_locally(
-    time_skipping: TimeSkipping, tmp_path: Path
+@pytest.mark.parametrize(
+    ("action", "ending", "iterations"),
+    [
+        ("echo step >> progress.txt", "max_iterations", 6),  # files change: progress
+        ("true", "stalled", 2),  # nothing changes: stalled at the threshold
+    ],
+    ids=["changes-files", "changes-nothing"],
+)
+def test_the_stall_guard_looks_at_the_work_tree_on_the_host_as_locally(
+    time_skipping: TimeSkipping, tmp_path: Path, action: str, ending: str, iterations: int
 ) -> None:
-    text = GRIND.replace("ACTION", "echo step >> progress.txt")
+    """Each round says the same words and fails; only the files tell work from going
+    round, and the workflow sees them through the worker, as a local run does."""
+    text = GRIND.replace("ACTION", action)
     local = _run_locally(checkout_with(tmp_path / "local", "grind", text), "grind", tmp_path)
     done, history = _run_on_temporal(
         time_skipping, checkout_with(tmp_path / "remote", "grind", text), "grind"
     )
 
-    assert local["terminated_by"] == "max_iterations"
+    assert local["terminated_by"] == ending
     assert (done.state["status"], done.state["terminated_by"]) == (
         local["status"],
         local["terminated_by"],
     )
-    assert done.state["iteration"] == local["iteration"] == 6
+    assert done.state["iteration"] == local["iteration"] == iterations
     assert "ll-loop.inspect_workspace" in _activity_types(history)
     _replays(time_skipping, history)
-
-
-def test_a_state_that_changes_nothing_stalls_as_locally(
-    time_skipping: TimeSkipping, tmp_path: Path
-) -> None:
-    text = GRIND.replace("ACTION", "true")
-    local = _run_locally(checkout_with(tmp_path / "local", "grind", text), "grind", tmp_path)
-    done, _ = _run_on_temporal(
-        time_skipping, checkout_with(tmp_path / "remote", "grind", text), "grind"
-    )
-
-    assert local["terminated_by"] == "stalled"
-    assert (done.state["status"], done.state["terminated_by"]) == (
-        local["status"],
-        local["terminated_by"],
-    )
-    assert done.state["iteration"] == local["iteration"] == 2
 
 
 # --- logs_keep ---------------------------------------------------------------------------
@@ -163,32 +157,11 @@ TOLD = (
     '$(basename "$PWD")" >> told.txt\n'
 )
 
-LIMITED = """\
-name: limited
-initial: work
-rate_limit:
-  max_wait: 2d
-states:
-  work:
-    action: >-
-      if [ -f tried ]; then echo finished;
-      else touch tried; echo "You've hit your weekly limit · resets RESET, 3am (UTC)"; exit 1; fi
-    next: done
-  done:
-    terminal: true
-"""
-
-
-def _tomorrow() -> str:
-    from datetime import UTC, datetime, timedelta
-
-    return (datetime.now(UTC) + timedelta(days=1)).strftime("%b %-d")
-
 
 def test_notify_tells_the_wait_and_the_end_from_the_host_in_order(
     time_skipping: TimeSkipping, tmp_path: Path
 ) -> None:
-    text = LIMITED.replace("RESET", _tomorrow()) + TOLD
+    text = limited_loop() + TOLD
     checkout = checkout_with(tmp_path / "remote", "limited", text)
     done, history = _run_on_temporal(time_skipping, checkout, "limited")
 
@@ -210,7 +183,7 @@ def test_notify_tells_the_wait_and_the_end_from_the_host_in_order(
 
 
 def test_a_loop_without_notify_calls_nothing(time_skipping: TimeSkipping, tmp_path: Path) -> None:
-    checkout = checkout_with(tmp_path, "limited", LIMITED.replace("RESET", _tomorrow()))
+    checkout = checkout_with(tmp_path, "limited", limited_loop())
     done, history = _run_on_temporal(time_skipping, checkout, "limited")
 
     assert done.state["status"] == "completed"

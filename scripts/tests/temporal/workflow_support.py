@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,3 +36,29 @@ def runs_for(time_skipping: TimeSkipping, checkout: Path) -> LoopRuns:
 def run_input(runs: LoopRuns, name: str, **options: Any) -> RunInput:
     fsm = load_loop(runs.loops_dir / f"{name}.yaml")
     return runs.run_input(fsm, os.environ, **options)
+
+
+def limited_loop() -> str:
+    """A loop whose first action meets claude's weekly limit, resetting tomorrow at 3am
+    UTC (at most two days ahead: within its `max_wait`); once waited, it finishes."""
+    return LIMITED_LOOP.replace("RESET", _tomorrow())
+
+
+LIMITED_LOOP = """\
+name: limited
+initial: work
+rate_limit:
+  max_wait: 2d
+states:
+  work:
+    action: >-
+      if [ -f tried ]; then echo finished;
+      else touch tried; echo "You've hit your weekly limit · resets RESET, 3am (UTC)"; exit 1; fi
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def _tomorrow() -> str:
+    return (datetime.now(UTC) + timedelta(days=1)).strftime("%b %-d")
