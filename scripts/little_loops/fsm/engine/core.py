@@ -2,7 +2,8 @@
 
 `RunCore` decides which state runs next, applies the limits and guards, acts on signals,
 routes and emits the events; everything that touches the host it asks for as a request
-(`requests`): run an action, judge with host I/O, checkpoint, sleep, hand off. A driver
+(`requests`): run an action, judge with host I/O, checkpoint, fingerprint the work tree
+for the stall guard, sleep or wait, hand off. A driver
 loops `request = core.next_request()` / `core.submit(result)` until the request is a
 `Finish`, which carries the run's `ExecutionResult`.
 
