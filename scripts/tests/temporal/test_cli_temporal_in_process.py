@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from fixtures.cli_support import cli_env, cli_in_process, write_loop
 from fixtures.temporal_servers import DevServer
-from test_temporal_e2e import HELLO, Worker, _wait_until
+from fixtures.temporal_workers import Worker, wait_until
+from test_temporal_e2e import HELLO
 
 
 @pytest.fixture
@@ -78,7 +79,7 @@ def test_detach_returns_at_once_and_stop_ends_the_run(
         code, out, _ = cli_in_process(capsys, "status", "nap", "--json")
         return code == 0 and json.loads(out)["status"] == "interrupted"
 
-    _wait_until(stopped, "the run to end as interrupted")  # its action killed with it
+    wait_until(stopped, "the run to end as interrupted")  # its action killed with it
 
 
 NAP_LOOP = """\
@@ -115,10 +116,10 @@ def test_notify_on_temporal_tells_a_stop_and_the_end_and_resume_keeps_the_comman
     write_loop(project, "waits", WAITING_LOOP)
     code, _, _ = cli_in_process(capsys, "run", "waits", "--detach", "--notify", TELL)
     assert code == 0
-    _wait_until(lambda: "sleep 300" in _running_actions(project), "the action to start")
+    wait_until(lambda: "sleep 300" in _running_actions(project), "the action to start")
     assert cli_in_process(capsys, "stop", "waits")[0] == 0
     told = project / "told.txt"
-    _wait_until(told.exists, "the stop to be told")
+    wait_until(told.exists, "the stop to be told")
     assert told.read_text(encoding="utf-8") == "interrupted interrupted\n"
     code, out, _ = cli_in_process(capsys, "status", "waits", "--json")
     assert json.loads(out)["notify"] == TELL
@@ -127,7 +128,7 @@ def test_notify_on_temporal_tells_a_stop_and_the_end_and_resume_keeps_the_comman
     code, out, _ = cli_in_process(capsys, "resume", "waits")
     assert code == 0 and "Loop completed: done" in out
     # The end is told once the outcome is set, as the client may already report it.
-    _wait_until(lambda: len(told.read_text(encoding="utf-8").splitlines()) > 1, "the end")
+    wait_until(lambda: len(told.read_text(encoding="utf-8").splitlines()) > 1, "the end")
     lines = told.read_text(encoding="utf-8").splitlines()
     assert lines == ["interrupted interrupted", "completed completed"]
 

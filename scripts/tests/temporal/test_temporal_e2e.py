@@ -7,16 +7,16 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.cli_support import LL_LOOP, cli_env, run_cli, write_loop
+from fixtures.cli_support import cli_env, run_cli, write_loop
 from fixtures.processes import processes_with
 from fixtures.temporal_servers import DevServer
+from fixtures.temporal_workers import Worker, wait_until
 
 HELLO = Path(__file__).resolve().parents[3] / ".loops" / "hello.yaml"
 WAIT_SECONDS = 120.0
@@ -32,50 +32,6 @@ states:
   done:
     terminal: true
 """
-
-
-class Worker:
-    """An `ll-loop worker` process in a checkout (its own process group)."""
-
-    def __init__(self, checkout: Path, env: dict[str, str]) -> None:
-        self.log = checkout.parent / f"{checkout.name}-worker-{time.monotonic_ns()}.log"
-        with self.log.open("wb") as log:
-            self.process = subprocess.Popen(
-                [str(LL_LOOP), "worker"],
-                cwd=checkout,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        _wait_until(lambda: "Worker for task queue" in self.output(), "the worker to start")
-
-    def output(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")
-
-    def kill(self) -> None:
-        """SIGKILL the worker process only: what it started is left behind, as when a
-        machine's worker dies."""
-        self.process.kill()
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-
-
-def _wait_until(condition: Any, what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"waited {WAIT_SECONDS:.0f}s for {what}")
-        time.sleep(0.1)
 
 
 @pytest.fixture
@@ -160,7 +116,7 @@ def test_a_stop_during_a_long_action_then_resume(
     workers.append(Worker(checkout, env))
     started = run_cli(checkout, "run", "slow", "--detach", env=env)
     assert started.returncode == 0, started.stderr
-    _wait_until(lambda: processes_with(marker), "the action to start")
+    wait_until(lambda: processes_with(marker), "the action to start")
     again = run_cli(checkout, "run", "slow", "--detach", env=env)
     assert again.returncode == 6
     assert again.stderr.strip().endswith(
@@ -169,13 +125,13 @@ def test_a_stop_during_a_long_action_then_resume(
     )
 
     assert run_cli(checkout, "stop", "slow", env=env).returncode == 0
-    _wait_until(lambda: not processes_with(marker), "the action to be killed")
+    wait_until(lambda: not processes_with(marker), "the action to be killed")
 
     def status() -> dict[str, Any]:
         result = run_cli(checkout, "status", "slow", "--json", env=env)
         return json.loads(result.stdout) if result.returncode == 0 else {}
 
-    _wait_until(lambda: status().get("status") == "interrupted", "the run to stop")
+    wait_until(lambda: status().get("status") == "interrupted", "the run to stop")
     (checkout / "go").write_text("", encoding="utf-8")
     resumed = run_cli(checkout, "resume", "slow", env=env, timeout=WAIT_SECONDS)
     assert resumed.returncode == 0, resumed.stderr
@@ -191,13 +147,13 @@ def test_a_killed_workers_action_is_stopped_and_retried_on_another_worker(
     first = Worker(checkout, env)
     workers.append(first)
     assert run_cli(checkout, "run", "slow", "--detach", env=env).returncode == 0
-    _wait_until(lambda: processes_with(marker), "the action to start")
+    wait_until(lambda: processes_with(marker), "the action to start")
     orphans = processes_with(marker)
     workflow_id = f"ll-loop:slow@{os.uname().nodename}:{checkout.resolve()}"
     # The process group reaches the server with a heartbeat once the action has run a
     # moment (runner.GROUP_NOTICE_SECONDS): a worker killed before that leaves an orphan
     # the retry does not know of.
-    _wait_until(lambda: _heartbeat_recorded(env, workflow_id), "a heartbeat with the group")
+    wait_until(lambda: _heartbeat_recorded(env, workflow_id), "a heartbeat with the group")
     first.kill()
     assert processes_with(marker) == orphans  # the dead worker's action runs on
 
@@ -206,7 +162,7 @@ def test_a_killed_workers_action_is_stopped_and_retried_on_another_worker(
     # After the heartbeat timeout the action is retried on the new worker, which first
     # stops what the dead one left running: one copy of the action, never two.
     try:
-        _wait_until(
+        wait_until(
             lambda: processes_with(marker) and not set(orphans) & set(processes_with(marker)),
             "the action to be retried",
         )
@@ -216,7 +172,7 @@ def test_a_killed_workers_action_is_stopped_and_retried_on_another_worker(
     assert len(processes_with(marker)) == len(orphans)
     assert "stopping the action left running by a dead worker" in second.output()
     assert run_cli(checkout, "stop", "slow", env=env).returncode == 0
-    _wait_until(lambda: not processes_with(marker), "the action to be killed")
+    wait_until(lambda: not processes_with(marker), "the action to be killed")
 
 
 def test_two_worktrees_run_the_same_loop_on_their_own_task_queues(
@@ -228,7 +184,7 @@ def test_two_worktrees_run_the_same_loop_on_their_own_task_queues(
     for checkout in checkouts:
         assert run_cli(checkout, "run", "hello", "--detach", env=env).returncode == 0
     for checkout in checkouts:
-        _wait_until(
+        wait_until(
             lambda c=checkout: (
                 '"awaiting_continuation"' in run_cli(c, "status", "hello", "--json", env=env).stdout
             ),
@@ -237,7 +193,7 @@ def test_two_worktrees_run_the_same_loop_on_their_own_task_queues(
         stderr_log = checkout / ".loops" / ".running" / "hello.logs" / "1-start.stderr.log"
         assert stderr_log.read_text(encoding="utf-8") == f"{checkout.resolve()}\n"
     places = [f"[{os.uname().nodename}:{checkout.resolve()}]" for checkout in checkouts]
-    _wait_until(  # the server's list of workflows lags a little behind
+    wait_until(  # the server's list of workflows lags a little behind
         lambda: all(
             place in run_cli(checkouts[0], "list", "--running", env=env).stdout for place in places
         ),
