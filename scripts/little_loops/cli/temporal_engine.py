@@ -117,7 +117,8 @@ def run_temporal(loop_arg: str, options: RunOptions, *, detach: bool = False) ->
             budget_override=options.max_cost,
             notify_override=options.notify,
         )
-        await runs.start(run)
+        await _claim_scope(runs, fsm, options)
+        await _start_claimed(runs, fsm, run)
         if detach:
             return _say_detached(runs, fsm.name, options.quiet)
         preamble = [f"Running loop: {fsm.name}", f"Max iterations: {fsm.max_iterations}", ""]
@@ -146,7 +147,7 @@ def resume_temporal(loop_arg: str, options: RunOptions, *, prompt: str | None = 
         )
         saved = _saved_state(await runs.status(fsm.name))  # as it was before the resume
         if await runs.is_open(fsm.name):
-            since = await _resume_open(runs, fsm, signal_)
+            since = await _resume_open(runs, fsm, signal_, options)
         else:
             since = await _resume_closed(runs, fsm, signal_, options)
         preamble = _resume_header(saved, fsm) if saved is not None else []
@@ -155,7 +156,7 @@ def resume_temporal(loop_arg: str, options: RunOptions, *, prompt: str | None = 
     return _run_async(resume)
 
 
-async def _resume_open(runs: LoopRuns, fsm: Any, signal_: Any) -> int:
+async def _resume_open(runs: LoopRuns, fsm: Any, signal_: Any, options: RunOptions) -> int:
     """The workflow is open: it must be paused; signal it. Returns the first new event."""
     from little_loops.fsm.store.persistent_executor import resume_refusal
     from little_loops.fsm.temporal.workflow import LoopWorkflow
@@ -172,6 +173,7 @@ async def _resume_open(runs: LoopRuns, fsm: Any, signal_: Any) -> int:
     if reason is not None:
         raise LoopError(reason)
     page = await runs.handle(fsm.name).query(LoopWorkflow.events, 1 << 62)
+    await _claim_scope(runs, fsm, options)
     await runs.resume(fsm.name, signal_)
     return int(page.total)
 
@@ -197,8 +199,30 @@ async def _resume_closed(runs: LoopRuns, fsm: Any, signal_: Any, options: RunOpt
         notify_override=signal_.notify,
     )
     run.resume = signal_
-    await runs.start(run)
+    await _claim_scope(runs, fsm, options)
+    await _start_claimed(runs, fsm, run)
     return outcome.carry.event_offset
+
+
+async def _claim_scope(runs: LoopRuns, fsm: Any, options: RunOptions) -> None:
+    """The loop's `scope`, claimed for this run: refused (exit 6) while another run on the
+    server shares it, or waited for with `--queue`, as locally."""
+    await runs.claim_scope(fsm, queue=options.queue, on_wait=Logger(quiet=options.quiet).warning)
+
+
+async def _start_claimed(runs: LoopRuns, fsm: Any, run: Any) -> None:
+    """Start the workflow; a start that fails gives its scope back, unless the loop runs
+    already (that run holds the claim, under the same workflow id)."""
+    from little_loops.fsm.temporal.client import LoopRunningError
+
+    try:
+        await runs.start(run)
+    except LoopRunningError:
+        raise
+    except BaseException:
+        if fsm.scope:
+            await runs.release_scope(runs.workflow_id(fsm.name))
+        raise
 
 
 def _keep_command_line(fsm: Any, state: Any, signal_: Any) -> None:

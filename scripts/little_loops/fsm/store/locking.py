@@ -91,12 +91,16 @@ class ScopeConflict:
 
     @property
     def shown_path(self) -> str:
-        """The shared path relative to the current directory when it lies inside it."""
-        try:
-            relative = Path(self.path).relative_to(Path.cwd())
-        except ValueError:
-            return self.path
-        return str(relative)
+        return shown_path(self.path)
+
+
+def shown_path(path: str) -> str:
+    """`path` relative to the current directory when it lies inside it."""
+    try:
+        relative = Path(path).relative_to(Path.cwd())
+    except ValueError:
+        return path
+    return str(relative)
 
 
 class LoopLock:
@@ -148,14 +152,22 @@ def shared_path(first: str, second: str) -> str | None:
     return None
 
 
+def overlap(ours: Sequence[str], theirs: Sequence[str]) -> str | None:
+    """The first path two normalised scopes share (see `shared_path`), or None."""
+    for their_path in theirs:
+        for our_path in ours:
+            path = shared_path(our_path, their_path)
+            if path is not None:
+                return path
+    return None
+
+
 def find_conflict(scope: Sequence[str], holders: Sequence[LockHolder]) -> ScopeConflict | None:
     """The first running loop whose scope overlaps `scope` (both already normalised)."""
     for holder in holders:
-        for theirs in holder.scope:
-            for ours in scope:
-                path = shared_path(ours, theirs)
-                if path is not None:
-                    return ScopeConflict(holder, path)
+        path = overlap(scope, holder.scope)
+        if path is not None:
+            return ScopeConflict(holder, path)
     return None
 
 

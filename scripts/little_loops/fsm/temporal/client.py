@@ -9,6 +9,7 @@ ends or pauses, and returns how it did.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import re
@@ -20,6 +21,7 @@ from typing import Any
 import temporalio.converter
 from temporalio.client import (
     Client,
+    WithStartWorkflowOperation,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowHandle,
@@ -30,27 +32,37 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from little_loops.fsm.errors import LoopError
 from little_loops.fsm.schema import FSMLoop
-from little_loops.fsm.store.locking import LoopBusyError
+from little_loops.fsm.store.locking import LoopBusyError, normalise_scope, shown_path
 from little_loops.fsm.temporal.codec import BadKeyError, codec_from_env
 from little_loops.fsm.temporal.names import (
     ServerSettings,
     host_name,
+    scope_registry_id_for,
     task_queue_for,
     workflow_id_for,
 )
 from little_loops.fsm.temporal.payloads import ResumeSignal, RunInput, RunOutcome
+from little_loops.fsm.temporal.scope_registry import (
+    RegistryInput,
+    ScopeClaim,
+    ScopeConflict,
+    ScopeRegistry,
+)
 from little_loops.fsm.temporal.workflow import LoopWorkflow
 
 __all__ = [
     "FOLLOW_POLL_SECONDS",
     "LoopRunningError",
     "LoopRuns",
+    "ScopeTakenError",
     "TemporalEngineError",
     "connect",
     "referenced_env",
 ]
 
 FOLLOW_POLL_SECONDS = 0.2
+QUEUE_POLL_SECONDS = 2.0
+"""How often a run queued behind another's scope (`--queue`) asks the registry again."""
 QUERY_RETRIES = 20
 _ENV_REFERENCE = re.compile(r"\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\}")
 _OPEN = WorkflowExecutionStatus.RUNNING
@@ -62,6 +74,21 @@ class TemporalEngineError(LoopError):
 
 class LoopRunningError(LoopBusyError):
     """A run of the loop is open on the server already (the loop lock is taken: exit 6)."""
+
+
+class ScopeTakenError(LoopBusyError):
+    """A run on the server works on a path this loop's `scope` overlaps (exit 6), as
+    `locking.ScopeBusyError` locally."""
+
+    def __init__(self, loop_name: str, conflict: ScopeConflict) -> None:
+        super().__init__(
+            f"Loop {loop_name} shares scope '{shown_path(conflict.path)}' with running loop "
+            f"{conflict.loop} (workflow {conflict.holder})"
+        )
+        self.conflict = conflict
+
+    def user_lines(self) -> list[str]:
+        return [str(self), "  to wait until it ends instead: add --queue"]
 
 
 async def connect(settings: ServerSettings, environ: Mapping[str, str] | None = None) -> Client:
@@ -118,8 +145,95 @@ class LoopRuns:
             task_queue=self.task_queue,
             host=host_name(),
             env=referenced_env(loop, environ),
+            scope_registry=self.scope_registry_id() if fsm.scope else None,
             **options,
         )
+
+    # -- scope (`scope_registry`) --------------------------------------------------------
+
+    def scope_registry_id(self) -> str:
+        return scope_registry_id_for(self.checkout)
+
+    async def claim_scope(
+        self,
+        fsm: FSMLoop,
+        *,
+        queue: bool = False,
+        on_wait: Callable[[str], None] | None = None,
+        poll_seconds: float = QUEUE_POLL_SECONDS,
+    ) -> None:
+        """Claim the loop's `scope` for its run (nothing to do without one).
+
+        A conflict raises `ScopeTakenError`, or with `queue` waits until the scope is
+        free (`on_wait` told once, in one line). A holder that no longer runs (it was
+        terminated before it could release) is released and the claim made again.
+        """
+        if not fsm.scope:
+            return
+        claim = ScopeClaim(self.workflow_id(fsm.name), fsm.name, self._normalised(fsm.scope))
+        announced = False
+        while True:
+            conflict = await self.claim(claim)
+            if conflict is None:
+                return
+            if not await self._holds_on(conflict.holder):
+                await self.release_scope(conflict.holder)
+                continue
+            if not queue:
+                raise ScopeTakenError(fsm.name, conflict)
+            if not announced and on_wait is not None:
+                on_wait(
+                    f"Loop {fsm.name} waits for running loop {conflict.loop} (workflow "
+                    f"{conflict.holder}), which shares scope '{shown_path(conflict.path)}' "
+                    "(Ctrl-C to give up)"
+                )
+                announced = True
+            await asyncio.sleep(poll_seconds)
+
+    async def release_scope(self, holder: str) -> None:
+        """Free the scope the run `holder` (a loop's workflow id) claimed."""
+        registry = self.client.get_workflow_handle_for(ScopeRegistry.run, self.scope_registry_id())
+        with contextlib.suppress(RPCError):  # no registry: nothing is held
+            await registry.signal(ScopeRegistry.release, holder)
+
+    async def scope_claims(self) -> list[ScopeClaim]:
+        """What the checkout's registry holds now (none when it never ran)."""
+        registry = self.client.get_workflow_handle_for(ScopeRegistry.run, self.scope_registry_id())
+        try:
+            claims: list[ScopeClaim] = await registry.query(ScopeRegistry.claims)
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return []
+            raise
+        return claims
+
+    def _normalised(self, scope: list[str]) -> list[str]:
+        return normalise_scope(scope, base=self.checkout.resolve())
+
+    async def claim(self, claim: ScopeClaim) -> ScopeConflict | None:
+        """One claim as the registry decides it: None (granted) or the conflict; the
+        registry is started by the first claim."""
+        start = WithStartWorkflowOperation(
+            ScopeRegistry.run,
+            RegistryInput(),
+            id=self.scope_registry_id(),
+            task_queue=self.task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+        conflict: ScopeConflict | None = await self.client.execute_update_with_start_workflow(
+            ScopeRegistry.claim, claim, start_workflow_operation=start
+        )
+        return conflict
+
+    async def _holds_on(self, holder: str) -> bool:
+        """Whether the run `holder` still runs (and so may still use its scope)."""
+        try:
+            described = await self.client.get_workflow_handle(holder).describe()
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return False
+            raise
+        return described.status == _OPEN
 
     async def start(self, run: RunInput) -> WorkflowHandle[Any, Any]:
         """Start the workflow; `LoopRunningError` when the loop already runs here."""

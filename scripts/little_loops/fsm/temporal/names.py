@@ -3,7 +3,8 @@
 One task queue per host and checkout (`ll-loop@<host>:<realpath>`): the worker started in
 a checkout polls it, so a loop's actions run where its files are. The workflow id is the
 loop lock (`ll-loop:<loop>@<host>:<realpath>`): the server refuses a second running
-workflow with the same id, as the local lock refuses a second run of the loop.
+workflow with the same id, as the local lock refuses a second run of the loop. The scope
+registry of a checkout (`scope_registry`) is `ll-loop-scopes@<host>:<realpath>`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "ServerSettings",
     "host_name",
+    "scope_registry_id_for",
     "task_queue_for",
     "workflow_id_for",
 ]
@@ -39,6 +41,10 @@ def task_queue_for(checkout: Path, host: str | None = None) -> str:
 
 def workflow_id_for(loop_name: str, checkout: Path, host: str | None = None) -> str:
     return f"ll-loop:{loop_name}@{host or host_name()}:{os.path.realpath(checkout)}"
+
+
+def scope_registry_id_for(checkout: Path, host: str | None = None) -> str:
+    return f"ll-loop-scopes@{host or host_name()}:{os.path.realpath(checkout)}"
 
 
 @dataclass(frozen=True)

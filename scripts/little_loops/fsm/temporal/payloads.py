@@ -99,6 +99,9 @@ class RunInput:
     # the local state file keeps them (None: not given; the loop file's hold).
     budget_override: float | None = None
     notify_override: str | None = None
+    # The checkout's scope registry (`scope_registry`), told when a run with a `scope`
+    # ends or pauses (None: the loop has no scope).
+    scope_registry: str | None = None
 
 
 @dataclass

@@ -15,6 +15,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from little_loops.fsm.temporal.activities import ACTIVITIES
+from little_loops.fsm.temporal.scope_registry import ScopeRegistry
 from little_loops.fsm.temporal.workflow import LoopWorkflow
 
 __all__ = ["HEARTBEAT_THROTTLE", "build_worker", "workflow_runner"]
@@ -30,11 +31,12 @@ def workflow_runner() -> SandboxedWorkflowRunner:
 
 
 def build_worker(client: Client, task_queue: str) -> Worker:
-    """A worker for `task_queue` with the loop workflow and its activities."""
+    """A worker for `task_queue` with the loop workflow, its activities and the
+    checkout's scope registry."""
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[LoopWorkflow],
+        workflows=[LoopWorkflow, ScopeRegistry],
         activities=ACTIVITIES,
         workflow_runner=workflow_runner(),
         max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,

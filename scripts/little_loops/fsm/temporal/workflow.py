@@ -35,6 +35,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import (
     ActivityError,
+    TemporalError,
     TimeoutType,
     is_cancelled_exception,
 )
@@ -193,6 +194,7 @@ class LoopWorkflow:
                 await self._notified()
                 workflow.continue_as_new(self._continued_input())
             self._outcome = self._finished(finish)
+            await self._release_scope()
             await self._notify_end(self._outcome)
             if not self._pauses(finish):
                 return self._outcome
@@ -510,6 +512,22 @@ class LoopWorkflow:
             budget_override=record.budget_override,
             notify_override=record.notify_override,
         )
+
+    async def _release_scope(self) -> None:
+        """The run ended or paused: its `scope` is free for others (`scope_registry`), as a
+        local run's lock is dropped then; a resume claims it again. Runs started before
+        scopes were kept on Temporal have no registry in their input, so their histories
+        replay without this signal."""
+        registry = self._input.scope_registry
+        if not registry or not self._fsm.scope:
+            return
+        holder = workflow.info().workflow_id
+        try:
+            await workflow.get_external_workflow_handle(registry).signal("release", holder)
+        except (asyncio.CancelledError, TemporalError) as exc:
+            # No registry to tell (it was terminated): it holds nothing then. A claim left
+            # behind is released by the next client whose claim it is in the way of.
+            workflow.logger.warning("the scope of %s was not released: %s", holder, exc)
 
     # -- telling a person (`notify`) -----------------------------------------------------
 
