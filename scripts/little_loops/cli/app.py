@@ -250,6 +250,18 @@ def _add_worker_command(sub: Subparsers) -> None:
     worker.add_argument(
         "--task-queue", metavar="Q", help="default: ll-loop@<host>:<this checkout's path>"
     )
+    only = worker.add_mutually_exclusive_group()
+    only.add_argument(
+        "--activities-only",
+        action="store_true",
+        help="run the checkout's actions only; another worker of the queue runs the workflows",
+    )
+    only.add_argument(
+        "--workflows-only",
+        action="store_true",
+        help="run the queue's workflows only (any machine; give --task-queue); the "
+        "checkout's worker runs the actions",
+    )
 
 
 _FOLLOW_HELP = "with --background: follow the run here as `ll-loop watch` does"
@@ -521,7 +533,13 @@ def _schema(a: argparse.Namespace) -> int:
 def _worker(a: argparse.Namespace) -> int:
     from little_loops.cli.temporal_engine import worker_command
 
-    return worker_command(address=a.address, namespace=a.namespace, task_queue=a.task_queue)
+    return worker_command(
+        address=a.address,
+        namespace=a.namespace,
+        task_queue=a.task_queue,
+        workflows=not a.activities_only,
+        activities=not a.workflows_only,
+    )
 
 
 def _check_running_dir() -> None:

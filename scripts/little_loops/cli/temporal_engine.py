@@ -408,16 +408,23 @@ def history_temporal(
 
 
 def worker_command(
-    *, address: str | None = None, namespace: str | None = None, task_queue: str | None = None
+    *,
+    address: str | None = None,
+    namespace: str | None = None,
+    task_queue: str | None = None,
+    workflows: bool = True,
+    activities: bool = True,
 ) -> int:
-    """`ll-loop worker`: run this checkout's workflows and activities until stopped."""
+    """`ll-loop worker`: run this checkout's workflows and activities (or one of the two)
+    until stopped."""
     require_temporal()
     global used
     used = True
     from little_loops.fsm.temporal.client import connect
     from little_loops.fsm.temporal.names import ServerSettings, task_queue_for
-    from little_loops.fsm.temporal.worker import build_worker
+    from little_loops.fsm.temporal.worker import Roles, build_worker
 
+    roles = Roles(workflows=workflows, activities=activities)
     settings = ServerSettings.resolve(address, namespace)
     queue = task_queue or task_queue_for(Path.cwd())
     # A spawned handoff session (`on_handoff: spawn`) runs `ll-loop resume <loop>`: it
@@ -432,12 +439,13 @@ def worker_command(
 
     async def serve() -> None:
         client = await connect(settings)
-        worker = build_worker(client, queue)
+        worker = build_worker(client, queue, roles)
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, lambda: asyncio.ensure_future(worker.shutdown()))
         Logger().success(
-            f"Worker for task queue {queue} on {settings.address} (namespace {settings.namespace})"
+            f"Worker for task queue {queue} on {settings.address} "
+            f"(namespace {settings.namespace}): {roles.describe()}"
         )
         sys.stdout.flush()
         await worker.run()

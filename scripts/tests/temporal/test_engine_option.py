@@ -64,3 +64,15 @@ def test_without_the_temporal_extra_the_engine_is_one_line(
     assert err.splitlines() == [
         '[T] the Temporal engine needs the temporal extra: pip install "little-loops[temporal]"'
     ]
+
+
+def test_a_worker_told_to_run_neither_kind_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli_in_process(capsys, "worker", "--activities-only", "--workflows-only")
+    assert code == 2
+    assert err.splitlines()[-1] == (
+        "ll-loop worker: error: argument --workflows-only: not allowed with argument "
+        "--activities-only"
+    )

@@ -199,3 +199,52 @@ def test_two_worktrees_run_the_same_loop_on_their_own_task_queues(
         ),
         "both runs to be listed",
     )
+
+
+def test_a_worker_of_the_queue_may_run_only_the_workflows_or_only_the_actions(
+    env: dict[str, str], workers: list[Worker], tmp_path: Path
+) -> None:
+    text = HELLO.read_text(encoding="utf-8").replace("printf 0", "printf 0; pwd >&2")
+    checkout = _checkout(tmp_path / "co", "hello", text)
+    write_loop(checkout, "again", text.replace("name: hello", "name: again"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    queue = f"ll-loop@{os.uname().nodename}:{checkout.resolve()}"
+    running = checkout / ".loops" / ".running"
+
+    def status(name: str) -> dict[str, Any]:
+        result = run_cli(checkout, "status", name, "--json", env=env)
+        return json.loads(result.stdout) if result.returncode == 0 else {}
+
+    def workflows_only() -> Worker:
+        worker = Worker(elsewhere, env, args=("--workflows-only", "--task-queue", queue))
+        workers.append(worker)
+        assert "): workflows only" in worker.output()
+        return worker
+
+    # Workflows only, from another directory: the run starts, and no action runs there.
+    deciding = workflows_only()
+    assert run_cli(checkout, "run", "hello", "--detach", env=env).returncode == 0
+    wait_until(lambda: status("hello").get("current_state") == "start", "the run to start")
+    time.sleep(3)
+    assert not (running / "hello.logs").exists()
+
+    # The checkout's worker takes the actions, and runs them in the checkout.
+    acting = Worker(checkout, env, args=("--activities-only",))
+    workers.append(acting)
+    assert "): activities only" in acting.output()
+    wait_until(lambda: status("hello").get("status") == "awaiting_continuation", "a pause")
+    stderr_log = running / "hello.logs" / "1-start.stderr.log"
+    assert stderr_log.read_text(encoding="utf-8") == f"{checkout.resolve()}\n"
+
+    # Actions only: a run started now waits for a worker to decide its first state...
+    deciding.stop()
+    assert run_cli(checkout, "run", "again", "--detach", env=env).returncode == 0
+    time.sleep(3)
+    assert not (running / "again.logs").exists()
+    # ...which the next workflow worker of the queue does.
+    workflows_only()
+    wait_until(lambda: status("again").get("status") == "awaiting_continuation", "a pause")
+    resumed = run_cli(checkout, "resume", "hello", "--prompt", "bye", env=env, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert (running / "hello.logs" / "7-wave.log").read_text(encoding="utf-8") == "resumed: bye\n"

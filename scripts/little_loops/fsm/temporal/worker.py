@@ -2,12 +2,15 @@
 
 Started in each checkout, it polls the checkout's task queue (`names.task_queue_for`)
 for both: the activities must run here (the action's files are here); the workflows may
-run on any worker of the queue. The workflow sandbox lets `little_loops` through: the run
-core is deterministic by design (its clock and environment are injected).
+run on any worker of the queue, so a worker may be told to take only one kind
+(`Roles`): activities in the checkout, workflows on a machine of the team's choosing.
+The workflow sandbox lets `little_loops` through: the run core is deterministic by
+design (its clock and environment are injected).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio.client import Client
@@ -18,7 +21,7 @@ from little_loops.fsm.temporal.activities import ACTIVITIES
 from little_loops.fsm.temporal.scope_registry import ScopeRegistry
 from little_loops.fsm.temporal.workflow import LoopWorkflow
 
-__all__ = ["HEARTBEAT_THROTTLE", "build_worker", "workflow_runner"]
+__all__ = ["HEARTBEAT_THROTTLE", "Roles", "build_worker", "workflow_runner"]
 
 HEARTBEAT_THROTTLE = timedelta(seconds=1)
 """Heartbeats reach the server at most this often: a `stop` reaches a running action
@@ -30,14 +33,34 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     return SandboxedWorkflowRunner(restrictions=restrictions)
 
 
-def build_worker(client: Client, task_queue: str) -> Worker:
-    """A worker for `task_queue` with the loop workflow, its activities and the
-    checkout's scope registry."""
+@dataclass(frozen=True)
+class Roles:
+    """What a worker polls its queue for. Temporal hands workflow tasks and activity tasks
+    out separately, so a worker without one kind leaves those tasks to the queue's other
+    workers."""
+
+    workflows: bool = True
+    activities: bool = True
+
+    def __post_init__(self) -> None:
+        if not (self.workflows or self.activities):
+            raise ValueError("a worker must run workflows, activities or both")
+
+    def describe(self) -> str:
+        if self.workflows and self.activities:
+            return "workflows and activities"
+        return "workflows only" if self.workflows else "activities only"
+
+
+def build_worker(client: Client, task_queue: str, roles: Roles | None = None) -> Worker:
+    """A worker for `task_queue` with the loop workflow and the checkout's scope registry,
+    the loop's activities, or both (`roles`, default both)."""
+    roles = roles or Roles()
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[LoopWorkflow, ScopeRegistry],
-        activities=ACTIVITIES,
+        workflows=[LoopWorkflow, ScopeRegistry] if roles.workflows else [],
+        activities=ACTIVITIES if roles.activities else [],
         workflow_runner=workflow_runner(),
         max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
