@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from little_loops.cli.exit_codes import FAILED, OK
+from little_loops.cli.exit_codes import FAILED, INTERRUPTED, OK
 from little_loops.cli.output import Logger, write_line
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved, loop_name_for
 from little_loops.fsm.errors import LoopError
@@ -120,7 +120,7 @@ def run_temporal(loop_arg: str, options: RunOptions, *, detach: bool = False) ->
         await _claim_scope(runs, fsm, options)
         await _start_claimed(runs, fsm, run)
         if detach:
-            return _say_detached(runs, fsm.name, options.quiet)
+            return await _say_detached(runs, fsm.name, options.quiet)
         preamble = [f"Running loop: {fsm.name}", f"Max iterations: {fsm.max_iterations}", ""]
         return await _follow_and_report(runs, loop_arg, fsm, options, preamble, since=0)
 
@@ -172,7 +172,7 @@ async def _resume_open(runs: LoopRuns, fsm: Any, signal_: Any, options: RunOptio
     reason = resume_refusal(state, fsm, LOOPS_DIR / RUNNING_DIR)
     if reason is not None:
         raise LoopError(reason)
-    page = await runs.handle(fsm.name).query(LoopWorkflow.events, 1 << 62)
+    page = await runs.ask(fsm.name, LoopWorkflow.events, 1 << 62)
     await _claim_scope(runs, fsm, options)
     await runs.resume(fsm.name, signal_)
     return int(page.total)
@@ -258,6 +258,7 @@ async def _follow_and_report(
     from little_loops.cli.cmd_run import _display
     from little_loops.cli.run_report import report_run
     from little_loops.fsm.executor import ExecutionResult
+    from little_loops.fsm.temporal.presence import NoWorkflowWorkerError, stop_pending
 
     display = _display(fsm, options)
     display.preamble = preamble
@@ -267,7 +268,17 @@ async def _follow_and_report(
         loop.add_signal_handler(
             signum, lambda: stops.append(asyncio.ensure_future(runs.stop(fsm.name)))
         )
-    outcome: RunOutcome = await runs.follow(fsm.name, display, since=since)
+    logger = Logger(quiet=options.quiet)
+    try:
+        outcome: RunOutcome = await runs.follow(
+            fsm.name, display, since=since, on_wait=logger.warning, stopping=lambda: bool(stops)
+        )
+    except NoWorkflowWorkerError:
+        if not stops:
+            raise
+        await asyncio.gather(*stops)  # the server has the stop: it holds for the next worker
+        logger.warning(stop_pending(fsm.name, runs.task_queue))
+        return INTERRUPTED
     result = ExecutionResult(**outcome.result)
     # The summary's "Resume with: ll-loop resume ..." must reach this engine again.
     same_engine = (
@@ -276,14 +287,19 @@ async def _follow_and_report(
     return report_run(result, fsm, same_engine, display, quiet=options.quiet)
 
 
-def _say_detached(runs: LoopRuns, name: str, quiet: bool) -> int:
-    Logger(quiet=quiet).success(
+async def _say_detached(runs: LoopRuns, name: str, quiet: bool) -> int:
+    from little_loops.fsm.temporal.presence import NoWorkflowWorkerError
+
+    logger = Logger(quiet=quiet)
+    logger.success(
         f"Started {name} on Temporal (workflow {runs.workflow_id(name)}, "
         f"task queue {runs.task_queue})"
     )
     if not quiet:
         write_line(f"  status: ll-loop status --engine temporal {name}")
         write_line(f"  stop:   ll-loop stop --engine temporal {name}")
+    if not await runs.workflow_worker_polls():
+        logger.warning(str(NoWorkflowWorkerError(runs.task_queue)))
     return OK
 
 
@@ -316,10 +332,15 @@ def stop_temporal(loop_arg: str) -> int:
     name = loop_name_for(loop_arg)
 
     async def stop(runs: LoopRuns) -> int:
+        from little_loops.fsm.temporal.presence import stop_pending
+
         if not await runs.is_open(name):
             Logger().error(f"Loop {name} is not running on Temporal")
             return FAILED
         await runs.stop(name)
+        if not await runs.workflow_worker_polls():
+            Logger().warning(stop_pending(name, runs.task_queue))
+            return OK
         Logger().success(f"Stopping {name} (workflow {runs.workflow_id(name)})")
         return OK
 
@@ -393,7 +414,7 @@ def history_temporal(
 
         if await runs.describe(name) is None:
             return []
-        page = await runs.handle(name).query(LoopWorkflow.events, 0)
+        page = await runs.ask(name, LoopWorkflow.events, 0)
         return list(page.events)
 
     found = _run_async(events)

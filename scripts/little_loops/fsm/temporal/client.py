@@ -42,6 +42,13 @@ from little_loops.fsm.temporal.names import (
     workflow_id_for,
 )
 from little_loops.fsm.temporal.payloads import ResumeSignal, RunInput, RunOutcome
+from little_loops.fsm.temporal.presence import (
+    WORKER_POLL_SECONDS,
+    NoWorkflowWorkerError,
+    is_unanswered,
+    wait_for_workflow_worker,
+    workflow_worker_polls,
+)
 from little_loops.fsm.temporal.scope_registry import (
     RegistryInput,
     ScopeClaim,
@@ -54,6 +61,7 @@ __all__ = [
     "FOLLOW_POLL_SECONDS",
     "LoopRunningError",
     "LoopRuns",
+    "NoWorkflowWorkerError",
     "ScopeTakenError",
     "TemporalEngineError",
     "connect",
@@ -170,6 +178,10 @@ class LoopRuns:
         """
         if not fsm.scope:
             return
+        # The registry is a workflow: its claims are decided by a workflow worker.
+        await wait_for_workflow_worker(
+            self.client, self.task_queue, on_wait=on_wait or (lambda _: None)
+        )
         claim = ScopeClaim(self.workflow_id(fsm.name), fsm.name, self._normalised(fsm.scope))
         announced = False
         while True:
@@ -266,16 +278,33 @@ class LoopRuns:
         return described is not None and described.status == _OPEN
 
     async def status(self, loop_name: str) -> dict[str, Any] | None:
-        """The state-file fields of the latest run (None: no run of this loop here)."""
+        """The state-file fields of the latest run (None: no run of this loop here).
+        An open run that no worker answers for raises `NoWorkflowWorkerError`."""
         described = await self.describe(loop_name)
         if described is None:
             return None
-        handle = self.handle(loop_name)
         if described.status == _OPEN:
-            state: dict[str, Any] | None = await handle.query(LoopWorkflow.status)
+            state: dict[str, Any] | None = await self.ask(loop_name, LoopWorkflow.status)
             return state
         outcome = await self.closed_outcome(loop_name)
         return outcome.state if outcome is not None else None
+
+    async def ask(self, loop_name: str, query: Any, *args: Any) -> Any:
+        """A query of the loop's latest run (a worker answers it, for a closed run too);
+        `NoWorkflowWorkerError` at once when no worker polls for the checkout's workflows,
+        or when none answers in time."""
+        if not await self.workflow_worker_polls():
+            raise NoWorkflowWorkerError(self.task_queue)
+        try:
+            return await self.handle(loop_name).query(query, *args)
+        except RPCError as exc:
+            if is_unanswered(exc):
+                raise NoWorkflowWorkerError(self.task_queue) from None
+            raise
+
+    async def workflow_worker_polls(self) -> bool:
+        """Whether a worker runs the workflows of the checkout's queue (`presence`)."""
+        return await workflow_worker_polls(self.client, self.task_queue)
 
     async def closed_outcome(self, loop_name: str) -> RunOutcome | None:
         """What the last, closed run returned (None: it failed or was terminated)."""
@@ -298,16 +327,43 @@ class LoopRuns:
         *,
         since: int = 0,
         poll_seconds: float = FOLLOW_POLL_SECONDS,
+        on_wait: Callable[[str], None] | None = None,
+        stopping: Callable[[], bool] = lambda: False,
     ) -> RunOutcome:
         """Feed the run's events from number `since` to `on_event` until it ends or
-        pauses; return how it did."""
+        pauses; return how it did.
+
+        While no worker runs the workflow, wait for one, telling `on_wait` once; give up
+        with `NoWorkflowWorkerError` if `stopping()` turns true meanwhile.
+        """
         handle = self.handle(loop_name)
+        told: list[str] = []
+
+        def tell(message: str) -> None:
+            if not told and on_wait is not None:
+                on_wait(message)
+            told.append(message)
+
+        await wait_for_workflow_worker(
+            self.client, self.task_queue, on_wait=tell, stopping=stopping
+        )
         failures = 0
         while True:
             try:
                 since = await self._deliver(handle, since, on_event)
                 outcome = await self._outcome(handle)
-            except RPCError:
+            except RPCError as exc:
+                if is_unanswered(exc):  # its worker went away: wait for another
+                    if stopping():
+                        raise NoWorkflowWorkerError(self.task_queue) from None
+                    tell(f"Waiting for a worker: none answers for {handle.id}")
+                    await wait_for_workflow_worker(
+                        self.client, self.task_queue, on_wait=tell, stopping=stopping
+                    )
+                    # The server lists a dead worker's polls for some minutes, and may
+                    # refuse a query at once meanwhile: ask again in a while.
+                    await asyncio.sleep(WORKER_POLL_SECONDS)
+                    continue
                 # A query that lands as the run continues as new (or as its worker
                 # restarts) can fail: ask again, and give up only if it keeps failing.
                 failures += 1

@@ -1,0 +1,107 @@
+"""Whether a worker runs a checkout's workflows, and what to say when none does.
+
+A run on Temporal needs a worker that takes its workflow tasks (`ll-loop worker` in the
+checkout, or one with `--workflows-only` for its queue). Without one the server keeps the
+run and every query of it fails: at once when the worker went quiet lately, else after
+its time limit (30 s). The client asks the
+server for the queue's pollers first, so a missing worker is said at once, in one line,
+and a run being followed waits for one instead of failing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from little_loops.fsm.errors import LoopError
+
+__all__ = [
+    "WORKER_POLL_SECONDS",
+    "NoWorkflowWorkerError",
+    "is_unanswered",
+    "stop_pending",
+    "wait_for_workflow_worker",
+    "workflow_worker_polls",
+]
+
+WORKER_POLL_SECONDS = 1.0
+"""How often a client waiting for a worker asks the server whether one polls."""
+
+
+class NoWorkflowWorkerError(LoopError):
+    """No worker runs the workflows of the run's task queue (exit 1, one line)."""
+
+    def __init__(self, task_queue: str) -> None:
+        super().__init__(
+            f"no worker runs the workflows of task queue '{task_queue}' (start `ll-loop "
+            "worker` in that checkout); the run waits on the server until one does"
+        )
+        self.task_queue = task_queue
+
+
+def stop_pending(loop_name: str, task_queue: str) -> str:
+    """What a stop asked for while no worker runs the workflow does: the server keeps
+    the request, and the run ends when a worker takes it."""
+    return (
+        f"Stop requested for {loop_name}: no worker runs its workflow (task queue "
+        f"'{task_queue}'), so it stops when one does"
+    )
+
+
+def is_unanswered(exc: RPCError) -> bool:
+    """Whether a query failed because no worker answered it: the server's time limit
+    (DEADLINE_EXCEEDED), the client's (CANCELLED), or the server's word that the queue's
+    worker went quiet (FAILED_PRECONDITION, "no poller seen for task queue recently")."""
+    if exc.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
+        return True
+    return exc.status == RPCStatusCode.FAILED_PRECONDITION and "poller" in exc.message
+
+
+async def workflow_worker_polls(client: Client, task_queue: str) -> bool:
+    """Whether a worker has polled `task_queue` for workflow tasks lately (the server
+    forgets a poller some minutes after its last poll, so a worker that died just now
+    still counts: its queries then time out, see `is_unanswered`). A server that cannot
+    tell (the time-skipping test server does not implement the call; a role may not be
+    allowed it) counts as having one: the queries' time limits still hold."""
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=task_queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    )
+    try:
+        response = await client.workflow_service.describe_task_queue(request)
+    except RPCError as exc:
+        if exc.status in (RPCStatusCode.UNIMPLEMENTED, RPCStatusCode.PERMISSION_DENIED):
+            return True
+        raise
+    return len(response.pollers) > 0
+
+
+async def wait_for_workflow_worker(
+    client: Client,
+    task_queue: str,
+    *,
+    on_wait: Callable[[str], None],
+    stopping: Callable[[], bool] = lambda: False,
+    poll_seconds: float = WORKER_POLL_SECONDS,
+) -> None:
+    """Return once a worker polls `task_queue` for workflow tasks; while none does, tell
+    `on_wait` once why it waits. Raises `NoWorkflowWorkerError` when `stopping()` turns
+    true first (the caller was asked to give up)."""
+    told = False
+    while not await workflow_worker_polls(client, task_queue):
+        if stopping():
+            raise NoWorkflowWorkerError(task_queue)
+        if not told:
+            on_wait(
+                f"Waiting for a worker: none runs the workflows of task queue '{task_queue}' "
+                "(start `ll-loop worker` in that checkout)"
+            )
+            told = True
+        await asyncio.sleep(poll_seconds)

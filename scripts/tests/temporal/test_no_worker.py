@@ -1,0 +1,191 @@
+"""The commands of `--engine temporal` when no worker runs the checkout's workflows (none
+was started, or the one there died): one line saying so, or a wait that says why, never
+a silent wait ending in a traceback. Real `temporal server start-dev`, real `ll-loop`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fixtures.cli_support import LL_LOOP, cli_env, normalize, run_cli, write_loop
+from fixtures.processes import processes_with
+from fixtures.temporal_servers import DevServer
+from fixtures.temporal_workers import WAIT_SECONDS, Worker, wait_until
+
+HELLO = Path(__file__).resolve().parents[3] / ".loops" / "hello.yaml"
+
+
+@pytest.fixture
+def env(temporal_dev_server: DevServer, tmp_path: Path) -> dict[str, str]:
+    return {**cli_env(tmp_path), **temporal_dev_server.env(), "LL_ENGINE": "temporal"}
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    root = tmp_path / "co"
+    root.mkdir()
+    write_loop(root, "hello", HELLO.read_text(encoding="utf-8"))
+    return root
+
+
+@pytest.fixture
+def workers() -> Iterator[list[Worker]]:
+    started: list[Worker] = []
+    yield started
+    for worker in started:
+        worker.stop()
+
+
+def _queue(checkout: Path) -> str:
+    return f"ll-loop@{os.uname().nodename}:{checkout.resolve()}"
+
+
+def _no_worker_line(checkout: Path) -> str:
+    return (
+        f"[T] no worker runs the workflows of task queue '{_queue(checkout)}' (start "
+        "`ll-loop worker` in that checkout); the run waits on the server until one does"
+    )
+
+
+def _start_run(checkout: Path, env: dict[str, str], loop: str = "hello") -> subprocess.Popen[str]:
+    """`ll-loop run <loop>` in the background, its stderr in a file (`_stderr_so_far`)."""
+    with (checkout.parent / "run.stderr").open("w", encoding="utf-8") as stderr:
+        return subprocess.Popen(
+            [str(LL_LOOP), "run", loop],
+            cwd=checkout,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+
+
+def _stderr_so_far(checkout: Path) -> str:
+    log = checkout.parent / "run.stderr"
+    return log.read_text(encoding="utf-8") if log.exists() else ""
+
+
+def test_a_run_waits_for_a_worker_saying_why_and_goes_on_when_one_starts(
+    env: dict[str, str], checkout: Path, workers: list[Worker]
+) -> None:
+    run = _start_run(checkout, env)
+    try:
+        wait_until(lambda: "Waiting for a worker" in _stderr_so_far(checkout), "the notice")
+        workers.append(Worker(checkout, env))
+        out, _ = run.communicate(timeout=WAIT_SECONDS)
+    finally:
+        run.kill()
+    assert run.returncode == 3  # paused on its handoff, as a local run
+    assert "Loop paused for handoff: wave (6 iterations" in out
+    assert normalize(_stderr_so_far(checkout)).splitlines() == [
+        f"[T] Waiting for a worker: none runs the workflows of task queue '{_queue(checkout)}' "
+        "(start `ll-loop worker` in that checkout)"
+    ]
+
+
+def test_without_a_worker_status_and_history_say_so_in_one_line_and_stop_is_kept(
+    env: dict[str, str], checkout: Path, workers: list[Worker]
+) -> None:
+    started = run_cli(checkout, "run", "hello", "--detach", env=env)
+    assert started.returncode == 0
+    assert normalize(started.stderr).splitlines() == [_no_worker_line(checkout)]
+
+    for command in ("status", "history"):
+        asked = run_cli(checkout, command, "hello", env=env)
+        assert (asked.returncode, asked.stdout) == (1, ""), command
+        assert normalize(asked.stderr).splitlines() == [_no_worker_line(checkout)], command
+
+    stopped = run_cli(checkout, "stop", "hello", env=env)
+    assert stopped.returncode == 0
+    assert normalize(stopped.stderr).splitlines() == [
+        f"[T] Stop requested for hello: no worker runs its workflow (task queue "
+        f"'{_queue(checkout)}'), so it stops when one does"
+    ]
+    # The server kept the stop: the first worker ends the run before its first action.
+    workers.append(Worker(checkout, env))
+    wait_until(
+        lambda: '"interrupted"' in run_cli(checkout, "status", "hello", "--json", env=env).stdout,
+        "the run to stop",
+    )
+    assert not (checkout / ".loops" / ".running" / "hello.logs").exists()
+
+
+def test_ctrl_c_while_waiting_for_a_worker_leaves_the_stop_with_the_server(
+    env: dict[str, str], checkout: Path
+) -> None:
+    run = _start_run(checkout, env)
+    try:
+        wait_until(lambda: "Waiting for a worker" in _stderr_so_far(checkout), "the notice")
+        run.send_signal(signal.SIGINT)
+        run.communicate(timeout=WAIT_SECONDS)
+    finally:
+        run.kill()
+    assert run.returncode == 130
+    assert normalize(_stderr_so_far(checkout)).splitlines()[-1] == (
+        f"[T] Stop requested for hello: no worker runs its workflow (task queue "
+        f"'{_queue(checkout)}'), so it stops when one does"
+    )
+
+
+def test_a_worker_that_died_is_said_once_its_query_times_out(
+    env: dict[str, str], checkout: Path
+) -> None:
+    """The server lists a dead worker's polls for some minutes, so the status query is
+    sent: the server's answer ("no poller seen recently") is what tells."""
+    worker = Worker(checkout, env)
+    try:
+        assert run_cli(checkout, "run", "hello", env=env, timeout=WAIT_SECONDS).returncode == 3
+    finally:
+        worker.kill()
+    asked = run_cli(checkout, "status", "hello", env=env, timeout=WAIT_SECONDS)
+    assert (asked.returncode, asked.stdout) == (1, "")
+    assert normalize(asked.stderr).splitlines() == [_no_worker_line(checkout)]
+
+
+SLOW_LOOP = """\
+name: slow
+initial: work
+states:
+  work:
+    action: "if [ -f go ]; then echo done; else sleep 300; : MARKER; fi"
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_a_followed_run_outlives_its_worker_and_ends_on_the_next(
+    env: dict[str, str], tmp_path: Path, workers: list[Worker]
+) -> None:
+    marker = f"slow-{time.monotonic_ns()}"
+    checkout = tmp_path / "slow"
+    checkout.mkdir()
+    write_loop(checkout, "slow", SLOW_LOOP.replace("MARKER", marker))
+    first = Worker(checkout, env)
+    workers.append(first)
+    run = _start_run(checkout, env, "slow")
+    try:
+        wait_until(lambda: processes_with(marker), "the action to start")
+        (checkout / "go").write_text("", encoding="utf-8")
+        first.kill()
+        # The query in flight fails once the server gives up on the dead worker (30 s).
+        wait_until(lambda: "Waiting for a worker" in _stderr_so_far(checkout), "the notice")
+        assert run.poll() is None
+        workers.append(Worker(checkout, env))
+        out, _ = run.communicate(timeout=WAIT_SECONDS)
+    finally:
+        run.kill()
+        for pid in processes_with(marker):
+            os.killpg(pid, signal.SIGKILL)
+    assert run.returncode == 0, _stderr_so_far(checkout)
+    assert "Loop completed: done (1 iteration" in out
+    assert normalize(_stderr_so_far(checkout)).splitlines() == [
+        f"[T] Waiting for a worker: none answers for ll-loop:slow@{os.uname().nodename}:"
+        f"{checkout.resolve()}"
+    ]
