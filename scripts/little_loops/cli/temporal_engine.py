@@ -351,13 +351,17 @@ def list_running_temporal(*, as_json: bool = False) -> int:
     """`ll-loop list --running --engine temporal`: the open loop workflows on the server."""
 
     async def listed(runs: LoopRuns) -> list[tuple[str, dict[str, Any] | None]]:
+        from little_loops.fsm.temporal.presence import workflow_worker_polls
+        from little_loops.fsm.temporal.workflow import LoopWorkflow
+
         query = 'WorkflowType = "ll-loop" AND ExecutionStatus = "Running"'
         found = []
         async for execution in runs.client.list_workflows(query):
-            handle = runs.client.get_workflow_handle(execution.id)
-            from little_loops.fsm.temporal.workflow import LoopWorkflow
-
-            found.append((execution.id, await _status_or_none(handle, LoopWorkflow)))
+            status = None
+            if await workflow_worker_polls(runs.client, execution.task_queue):
+                handle = runs.client.get_workflow_handle(execution.id)
+                status = await _status_or_none(handle, LoopWorkflow)
+            found.append((execution.id, status))
         return sorted(found)
 
     runs = _run_async(listed)

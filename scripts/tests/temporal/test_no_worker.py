@@ -101,6 +101,15 @@ def test_without_a_worker_status_and_history_say_so_in_one_line_and_stop_is_kept
         assert (asked.returncode, asked.stdout) == (1, ""), command
         assert normalize(asked.stderr).splitlines() == [_no_worker_line(checkout)], command
 
+    unanswered = (
+        f"  ll-loop:hello@{os.uname().nodename}:{checkout.resolve()}: no worker answers "
+        "(is `ll-loop worker` running?)"
+    )
+    wait_until(  # the server's list of workflows lags a little behind
+        lambda: unanswered in run_cli(checkout, "list", "--running", env=env).stdout.splitlines(),
+        "the run to be listed",
+    )
+
     stopped = run_cli(checkout, "stop", "hello", env=env)
     assert stopped.returncode == 0
     assert normalize(stopped.stderr).splitlines() == [
