@@ -77,6 +77,24 @@ def test_overload_after_claudes_retries_backs_off_and_goes_on(tmp_path: Path) ->
     assert len(scripted_claude.calls(tmp_path / "fake")) == 3
 
 
+def test_each_run_of_an_action_again_after_a_limit_keeps_a_log_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """The first run's log keeps claude's limit message, and the events name each log."""
+    overloaded = "API Error: Repeated 529 Overloaded errors. Try again later."
+    failing = {"text": overloaded, "is_error": True, "status": 529}
+    env = setup(tmp_path, [failing, failing, {"text": "worked"}])
+    done = run_cli(tmp_path, "run", "night", env=env)
+    assert done.returncode == 0, done.stderr
+    logs = tmp_path / ".loops/.running/night.logs"
+    names = ["1-work.log", "1-work.retry-1.log", "1-work.retry-2.log"]
+    texts = [(logs / name).read_text(encoding="utf-8") for name in names]
+    assert [overloaded in text for text in texts] == [True, True, False]
+    assert '"result": "worked"' in texts[2]
+    completed = [e for e in events(tmp_path) if e["event"] == "action_complete"]
+    assert [Path(e["log_path"]).name for e in completed[:3]] == names
+
+
 def test_a_far_reset_ends_with_exit_7_and_status_says_when(tmp_path: Path) -> None:
     limited = {
         "text": "You've hit your 5-hour limit · resets 3am",

@@ -18,7 +18,7 @@ from little_loops.fsm.engine.guards import stderr_tail
 from little_loops.fsm.engine.requests import RunAction
 from little_loops.fsm.engine.step_result import Step, error_step, log_key
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
-from little_loops.fsm.process.output_files import action_log_name
+from little_loops.fsm.process.output_files import action_log_name, retry_log_path
 from little_loops.fsm.process.runner import ActionResult, is_slash_command
 from little_loops.fsm.schema import StateConfig
 from little_loops.fsm.signal_detector import DetectedSignal, SignalScan
@@ -75,14 +75,23 @@ def prepare_action(
 
 
 def prepare_retry(
-    sc: StepContext, state: StateConfig, first: RunAction, *, action: str, session: str | None
+    sc: StepContext,
+    state: StateConfig,
+    first: RunAction,
+    *,
+    action: str,
+    session: str | None,
+    retry: int,
 ) -> RunAction:
-    """The request that runs `state`'s action again after a limit: `action` (the same
-    text, or a prompt to continue claude's `session`), a fresh scan and timeout."""
+    """The request that runs `state`'s action again after a limit, its `retry`-th time:
+    `action` (the same text, or a prompt to continue claude's `session`), a fresh scan
+    and timeout, and a log of its own (the earlier runs' logs stay as their
+    `action_complete` events name them)."""
     sc.emit("action_start", action=action)
     timeout = _action_timeout(sc, state.timeout or DEFAULT_ACTION_TIMEOUT)
     scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
-    return RunAction(action, timeout, first.slash, scan, first.log_path, session)
+    log_path = retry_log_path(first.log_path, retry) if first.log_path is not None else None
+    return RunAction(action, timeout, first.slash, scan, log_path, session)
 
 
 def complete_action(

@@ -281,6 +281,7 @@ class RunCore:
         """Run `state`'s action until it gets through or a limit plan gives up; waits and
         backoffs count no iteration, error or stall streak (the state simply runs again)."""
         saved = self.cursor.limit_wait
+        retries = 0  # the runs of the action again (each with a log of its own)
         if saved is not None and saved.get("state") == self.cursor.current_state:
             give_up = saved_wait_plan(saved, self.fsm.rate_limit, now=self._now())
             if give_up is not None:
@@ -290,7 +291,8 @@ class RunCore:
             first = prepare_action(sc, state, ctx)
             if not isinstance(first, RunAction):
                 return first
-            request = self._retry(sc, state, first, saved.get("session_id"))
+            retries = 1
+            request = self._retry(sc, state, first, saved.get("session_id"), retry=retries)
         else:
             self.cursor.limit_wait = None  # a wait of a state the run has left
             prepared = prepare_action(sc, state, ctx)
@@ -325,21 +327,30 @@ class RunCore:
                 self.cursor.limit_wait = record
                 if not (yield from self._wait_for_limit(record)):
                     return Ending("signal")
-                request = self._retry(sc, state, first, session)
             else:
                 backoffs += 1
                 if not (yield from self._back_off(plan)):
                     return Ending("signal")
-                request = self._retry(sc, state, first, None)
+                session = None
+            retries += 1
+            request = self._retry(sc, state, first, session, retry=retries)
 
     def _retry(
-        self, sc: StepContext, state: StateConfig, first: RunAction, session: str | None
+        self,
+        sc: StepContext,
+        state: StateConfig,
+        first: RunAction,
+        session: str | None,
+        *,
+        retry: int,
     ) -> RunAction:
-        """The request that runs the action again: claude's session continued when it
-        may be, the same action otherwise."""
+        """The request that runs the action again (its `retry`-th time): claude's session
+        continued when it may be, the same action otherwise."""
         if session is not None and first.slash and self.fsm.rate_limit.continue_session:
-            return prepare_retry(sc, state, first, action=CONTINUE_PROMPT, session=session)
-        return prepare_retry(sc, state, first, action=first.action, session=None)
+            action, session = CONTINUE_PROMPT, session
+        else:
+            action, session = first.action, None
+        return prepare_retry(sc, state, first, action=action, session=session, retry=retry)
 
     def _wait_for_limit(self, record: dict[str, Any]) -> Generator[Request, Any, bool]:
         """Wait out a usage limit (`record`, kept in the cursor meanwhile so a stopped or

@@ -183,6 +183,12 @@ def action_log_name(iteration: int, state: str) -> str:
     return f"{iteration}-{_UNSAFE_NAME_CHARS.sub('_', state)}.log"
 
 
+def retry_log_path(log_path: Path, retry: int) -> Path:
+    """`<iteration>-<state>.retry-<n>.log`: the log of the `retry`-th run of an action
+    again after a limit, beside the first run's, which keeps claude's limit message."""
+    return log_path.with_name(f"{log_path.name.removesuffix('.log')}.retry-{retry}.log")
+
+
 class PendingLog:
     """A log file that takes its name only once it holds something.
 

@@ -356,8 +356,13 @@ class PersistentExecutor:
         retention, executor = self._log_retention, self._executor
         if retention is None or executor.log_dir is None:
             return
-        log_path = executor.log_dir / action_log_name(executor.iteration, executor.current_state)
-        if "log_path" not in completed and not stderr_log_path(log_path).exists():
+        # The action's own log: a run again after a limit has one of its own (`retry-<n>`).
+        written = completed.get("log_path")
+        name = Path(written).name if written else None
+        log_path = executor.log_dir / (
+            name or action_log_name(executor.iteration, executor.current_state)
+        )
+        if written is None and not stderr_log_path(log_path).exists():
             return  # a silent action left no log
         retention.add(log_path, self._logs_in_use())
 
