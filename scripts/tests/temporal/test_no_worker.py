@@ -8,21 +8,14 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixtures.cli_support import LL_LOOP, cli_env, normalize, run_cli, write_loop
+from fixtures.cli_support import LL_LOOP, normalize, run_cli, write_loop
 from fixtures.processes import processes_with
-from fixtures.temporal_servers import DevServer
 from fixtures.temporal_workers import WAIT_SECONDS, Worker, wait_until
 
 HELLO = Path(__file__).resolve().parents[3] / ".loops" / "hello.yaml"
-
-
-@pytest.fixture
-def env(temporal_dev_server: DevServer, tmp_path: Path) -> dict[str, str]:
-    return {**cli_env(tmp_path), **temporal_dev_server.env(), "LL_ENGINE": "temporal"}
 
 
 @pytest.fixture
@@ -31,14 +24,6 @@ def checkout(tmp_path: Path) -> Path:
     root.mkdir()
     write_loop(root, "hello", HELLO.read_text(encoding="utf-8"))
     return root
-
-
-@pytest.fixture
-def workers() -> Iterator[list[Worker]]:
-    started: list[Worker] = []
-    yield started
-    for worker in started:
-        worker.stop()
 
 
 def _queue(checkout: Path) -> str:

@@ -8,14 +8,11 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from fixtures.cli_support import cli_env, run_cli, write_loop
+from fixtures.cli_support import run_cli, write_loop
 from fixtures.processes import processes_with
-from fixtures.temporal_servers import DevServer
 from fixtures.temporal_workers import Worker, wait_until
 
 HELLO = Path(__file__).resolve().parents[3] / ".loops" / "hello.yaml"
@@ -32,19 +29,6 @@ states:
   done:
     terminal: true
 """
-
-
-@pytest.fixture
-def env(temporal_dev_server: DevServer, tmp_path: Path) -> dict[str, str]:
-    return {**cli_env(tmp_path), **temporal_dev_server.env(), "LL_ENGINE": "temporal"}
-
-
-@pytest.fixture
-def workers() -> Iterator[list[Worker]]:
-    started: list[Worker] = []
-    yield started
-    for worker in started:
-        worker.stop()
 
 
 def _checkout(root: Path, name: str, text: str) -> Path:
