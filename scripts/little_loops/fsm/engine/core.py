@@ -346,10 +346,9 @@ class RunCore:
     ) -> RunAction:
         """The request that runs the action again (its `retry`-th time): claude's session
         continued when it may be, the same action otherwise."""
-        if session is not None and first.slash and self.fsm.rate_limit.continue_session:
-            action, session = CONTINUE_PROMPT, session
-        else:
-            action, session = first.action, None
+        continued = session is not None and first.slash and self.fsm.rate_limit.continue_session
+        action = CONTINUE_PROMPT if continued else first.action
+        session = session if continued else None
         return prepare_retry(sc, state, first, action=action, session=session, retry=retry)
 
     def _wait_for_limit(self, record: dict[str, Any]) -> Generator[Request, Any, bool]:

@@ -2,10 +2,9 @@
 
 A run on Temporal needs a worker that takes its workflow tasks (`ll-loop worker` in the
 checkout, or one with `--workflows-only` for its queue). Without one the server keeps the
-run and every query of it fails: at once when the worker went quiet lately, else after
-its time limit (30 s). The client asks the
-server for the queue's pollers first, so a missing worker is said at once, in one line,
-and a run being followed waits for one instead of failing.
+run, and every query of it fails once its time limit (30 s) has passed. The client asks
+the server for the queue's pollers first, so a missing worker is said at once, in one
+line, and a run being followed waits for one instead of failing.
 """
 
 from __future__ import annotations
