@@ -447,6 +447,7 @@ def worker_command(
     used = True
     from little_loops.fsm.temporal.client import connect
     from little_loops.fsm.temporal.names import ServerSettings, task_queue_for
+    from little_loops.fsm.temporal.presence import polls_as
     from little_loops.fsm.temporal.worker import Roles, build_worker
 
     roles = Roles(workflows=workflows, activities=activities)
@@ -468,12 +469,18 @@ def worker_command(
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, lambda: asyncio.ensure_future(worker.shutdown()))
-        Logger().success(
-            f"Worker for task queue {queue} on {settings.address} "
-            f"(namespace {settings.namespace}): {roles.describe()}"
-        )
-        sys.stdout.flush()
-        await worker.run()
+        running = asyncio.ensure_future(worker.run())
+        # Said once the server has the worker's first poll: from then on a run started
+        # in the checkout finds it (a script may wait for this line).
+        while not running.done() and not await polls_as(client, queue, workflows=roles.workflows):
+            await asyncio.sleep(0.05)
+        if not running.done():
+            Logger().success(
+                f"Worker for task queue {queue} on {settings.address} "
+                f"(namespace {settings.namespace}): {roles.describe()}"
+            )
+            sys.stdout.flush()
+        await running
 
     asyncio.run(serve())
     return OK

@@ -24,6 +24,7 @@ __all__ = [
     "WORKER_POLL_SECONDS",
     "NoWorkflowWorkerError",
     "is_unanswered",
+    "polls_as",
     "stop_pending",
     "wait_for_workflow_worker",
     "workflow_worker_polls",
@@ -68,18 +69,39 @@ async def workflow_worker_polls(client: Client, task_queue: str) -> bool:
     still counts: its queries then time out, see `is_unanswered`). A server that cannot
     tell (the time-skipping test server does not implement the call; a role may not be
     allowed it) counts as having one: the queries' time limits still hold."""
+    pollers = await _pollers(client, task_queue, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)
+    return pollers is None or len(pollers) > 0
+
+
+async def polls_as(client: Client, task_queue: str, *, workflows: bool) -> bool:
+    """Whether this client's identity polls `task_queue` (for workflow tasks, else
+    activity tasks) yet; a server that cannot tell says yes."""
+    kind = (
+        TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
+        if workflows
+        else TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY
+    )
+    pollers = await _pollers(client, task_queue, kind)
+    return pollers is None or client.identity in pollers
+
+
+async def _pollers(
+    client: Client, task_queue: str, kind: TaskQueueType.ValueType
+) -> set[str] | None:
+    """The identities that polled `task_queue` for tasks of `kind` lately; None when the
+    server cannot tell."""
     request = DescribeTaskQueueRequest(
         namespace=client.namespace,
         task_queue=TaskQueue(name=task_queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
-        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        task_queue_type=kind,
     )
     try:
         response = await client.workflow_service.describe_task_queue(request)
     except RPCError as exc:
         if exc.status in (RPCStatusCode.UNIMPLEMENTED, RPCStatusCode.PERMISSION_DENIED):
-            return True
+            return None
         raise
-    return len(response.pollers) > 0
+    return {poller.identity for poller in response.pollers}
 
 
 async def wait_for_workflow_worker(
