@@ -12,6 +12,7 @@ from api_script import ApiScript, Rule, prompt_text
 from e2e_project import E2EProject
 from fake_anthropic import FakeAnthropicServer
 from fixtures.cli_support import normalize
+from fixtures.processes import processes_with
 from fixtures.temporal_servers import DevServer
 from fixtures.temporal_workers import Worker, wait_until
 from test_e2e_handoff import (
@@ -98,3 +99,5 @@ def test_a_spawned_session_on_the_host_resumes_the_workflow(
     wait_until(completed, "the spawned session to resume the run to its end")
     prompts = [prompt_text(request) for request in fake_api.messages_requests()[:3]]
     assert prompts == [FIRST_PROMPT, SPAWN_PROMPT, CONTINUED_PROMPT]
+    # Its `ll-loop resume` saw the end too, and the session ended: nothing is left behind.
+    wait_until(lambda: not processes_with("resume spawned"), "the spawned session to end")

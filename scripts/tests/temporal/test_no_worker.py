@@ -4,6 +4,7 @@ a silent wait ending in a traceback. Real `temporal server start-dev`, real `ll-
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 from fixtures.cli_support import LL_LOOP, normalize, run_cli, write_loop
 from fixtures.processes import processes_with
+from fixtures.temporal_servers import DevServer
 from fixtures.temporal_workers import WAIT_SECONDS, Worker, wait_until
 
 HELLO = Path(__file__).resolve().parents[3] / ".loops" / "hello.yaml"
@@ -183,3 +185,43 @@ def test_a_followed_run_outlives_its_worker_and_ends_on_the_next(
         f"[T] Waiting for a worker: none answers for ll-loop:slow@{os.uname().nodename}:"
         f"{checkout.resolve()}"
     ]
+
+
+QUICK_LOOP = """\
+name: quick
+initial: work
+states:
+  work:
+    action: echo quick
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_following_a_run_that_ended_needs_no_worker(
+    temporal_dev_server: DevServer, tmp_path: Path
+) -> None:
+    """A follower that comes (back) after the run ended and its worker left gets the
+    outcome the server keeps, instead of waiting for a worker to answer its queries."""
+    from temporalio.client import Client
+    from workflow_support import checkout_with, run_input, unique
+
+    from little_loops.fsm.temporal.client import LoopRuns
+    from little_loops.fsm.temporal.payloads import RunOutcome
+    from little_loops.fsm.temporal.worker import build_worker
+
+    checkout = checkout_with(tmp_path / "co", "quick", QUICK_LOOP)
+
+    async def scenario() -> RunOutcome:
+        client = await Client.connect(
+            temporal_dev_server.address, namespace=temporal_dev_server.namespace
+        )
+        runs = LoopRuns(client, checkout, checkout / ".loops", unique("queue"))
+        async with build_worker(client, runs.task_queue):
+            handle = await runs.start(run_input(runs, "quick"))
+            await handle.result()
+        return await asyncio.wait_for(runs.follow("quick", lambda _: None), WAIT_SECONDS)
+
+    outcome = asyncio.run(scenario())
+    assert (outcome.result["terminated_by"], outcome.result["final_state"]) == ("terminal", "done")

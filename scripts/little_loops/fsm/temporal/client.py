@@ -74,6 +74,7 @@ QUEUE_POLL_SECONDS = 2.0
 QUERY_RETRIES = 20
 _ENV_REFERENCE = re.compile(r"\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\}")
 _OPEN = WorkflowExecutionStatus.RUNNING
+_CONTINUED = WorkflowExecutionStatus.CONTINUED_AS_NEW
 
 
 class TemporalEngineError(LoopError):
@@ -344,16 +345,23 @@ class LoopRuns:
                 on_wait(message)
             told.append(message)
 
-        await wait_for_workflow_worker(
-            self.client, self.task_queue, on_wait=tell, stopping=stopping
-        )
+        if not await self.workflow_worker_polls():
+            ended = await self._ended(loop_name)  # over already: its result needs no worker
+            if ended is not None:
+                return ended
+            await wait_for_workflow_worker(
+                self.client, self.task_queue, on_wait=tell, stopping=stopping
+            )
         failures = 0
         while True:
             try:
                 since = await self._deliver(handle, since, on_event)
-                outcome = await self._outcome(handle)
+                outcome = await self._outcome(loop_name)
             except RPCError as exc:
-                if is_unanswered(exc):  # its worker went away: wait for another
+                if is_unanswered(exc):  # its worker went away: wait for another...
+                    ended = await self._ended(loop_name)
+                    if ended is not None:  # ...unless the run is over (its last lines lost)
+                        return ended
                     if stopping():
                         raise NoWorkflowWorkerError(self.task_queue) from None
                     tell(f"Waiting for a worker: none answers for {handle.id}")
@@ -377,6 +385,20 @@ class LoopRuns:
                 return outcome
             await asyncio.sleep(poll_seconds)
 
+    async def _ended(self, loop_name: str) -> RunOutcome | None:
+        """How the run ended, when it has (its result is kept by the server: no worker
+        needed); None while it runs."""
+        described = await self.describe(loop_name)
+        if described is None or described.status in (_OPEN, _CONTINUED):
+            return None
+        outcome = await self.closed_outcome(loop_name)
+        if outcome is None:
+            name = described.status.name if described.status else "unknown"
+            raise TemporalEngineError(
+                f"the workflow {self.workflow_id(loop_name)} ended without an outcome ({name})"
+            )
+        return outcome
+
     @staticmethod
     async def _deliver(
         handle: WorkflowHandle[Any, Any], since: int, on_event: Callable[[dict[str, Any]], None]
@@ -386,23 +408,15 @@ class LoopRuns:
             on_event(event)
         return page.first + len(page.events)
 
-    @staticmethod
-    async def _outcome(handle: WorkflowHandle[Any, Any]) -> RunOutcome | None:
+    async def _outcome(self, loop_name: str) -> RunOutcome | None:
         """How the run ended or paused, or None while it runs.
 
         The workflow's `outcome` query answers for a closed run too. A run closed without
-        one (failed, terminated) never will: that is an error. Not waiting on the result
-        itself keeps a time-skipping test server's clock as it was.
+        one (failed, terminated) never will: that is an error (`_ended`). Not waiting on
+        the result itself keeps a time-skipping test server's clock as it was.
         """
-        outcome: RunOutcome | None = await handle.query(LoopWorkflow.outcome)
-        if outcome is None:
-            described = await handle.describe()
-            if described.status not in (_OPEN, WorkflowExecutionStatus.CONTINUED_AS_NEW):
-                name = described.status.name if described.status else "unknown"
-                raise TemporalEngineError(
-                    f"the workflow {handle.id} ended without an outcome ({name})"
-                )
-        return outcome
+        outcome: RunOutcome | None = await self.handle(loop_name).query(LoopWorkflow.outcome)
+        return outcome if outcome is not None else await self._ended(loop_name)
 
 
 def _relative_to(path: Path, checkout: Path) -> str:
