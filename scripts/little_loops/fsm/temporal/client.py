@@ -360,7 +360,9 @@ class LoopRuns:
             except RPCError as exc:
                 if is_unanswered(exc):  # its worker went away: wait for another...
                     ended = await self._ended(loop_name)
-                    if ended is not None:  # ...unless the run is over (its last lines lost)
+                    if ended is not None:  # ...unless the run is over
+                        with contextlib.suppress(RPCError):  # its last lines, if answered
+                            await self._deliver(handle, since, on_event)
                         return ended
                     if stopping():
                         raise NoWorkflowWorkerError(self.task_queue) from None
