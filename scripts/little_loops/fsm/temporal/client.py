@@ -338,13 +338,7 @@ class LoopRuns:
         with `NoWorkflowWorkerError` if `stopping()` turns true meanwhile.
         """
         handle = self.handle(loop_name)
-        told: list[str] = []
-
-        def tell(message: str) -> None:
-            if not told and on_wait is not None:
-                on_wait(message)
-            told.append(message)
-
+        tell = _once(on_wait)
         if not await self.workflow_worker_polls():
             ended = await self._ended(loop_name)  # over already: its result needs no worker
             if ended is not None:
@@ -358,21 +352,10 @@ class LoopRuns:
                 since = await self._deliver(handle, since, on_event)
                 outcome = await self._outcome(loop_name)
             except RPCError as exc:
-                if is_unanswered(exc):  # its worker went away: wait for another...
-                    ended = await self._ended(loop_name)
-                    if ended is not None:  # ...unless the run is over
-                        with contextlib.suppress(RPCError):  # its last lines, if answered
-                            await self._deliver(handle, since, on_event)
+                if is_unanswered(exc):
+                    ended = await self._unanswered(loop_name, since, on_event, tell, stopping)
+                    if ended is not None:
                         return ended
-                    if stopping():
-                        raise NoWorkflowWorkerError(self.task_queue) from None
-                    tell(f"Waiting for a worker: none answers for {handle.id}")
-                    await wait_for_workflow_worker(
-                        self.client, self.task_queue, on_wait=tell, stopping=stopping
-                    )
-                    # The server lists a dead worker's polls for some minutes, and may
-                    # refuse a query at once meanwhile: ask again in a while.
-                    await asyncio.sleep(WORKER_POLL_SECONDS)
                     continue
                 # A query that lands as the run continues as new (or as its worker
                 # restarts) can fail: ask again, and give up only if it keeps failing.
@@ -386,6 +369,33 @@ class LoopRuns:
                 await self._deliver(handle, since, on_event)
                 return outcome
             await asyncio.sleep(poll_seconds)
+
+    async def _unanswered(
+        self,
+        loop_name: str,
+        since: int,
+        on_event: Callable[[dict[str, Any]], None],
+        tell: Callable[[str], None],
+        stopping: Callable[[], bool],
+    ) -> RunOutcome | None:
+        """After a query no worker answered: the run's outcome when it is over (its last
+        events too, if a worker answers for them), else None once a worker polls again
+        (`tell` why it waits; `NoWorkflowWorkerError` when `stopping()`)."""
+        ended = await self._ended(loop_name)
+        if ended is not None:
+            with contextlib.suppress(RPCError):
+                await self._deliver(self.handle(loop_name), since, on_event)
+            return ended
+        if stopping():
+            raise NoWorkflowWorkerError(self.task_queue)
+        tell(f"Waiting for a worker: none answers for {self.workflow_id(loop_name)}")
+        await wait_for_workflow_worker(
+            self.client, self.task_queue, on_wait=tell, stopping=stopping
+        )
+        # The server lists a dead worker's polls for some minutes, and may refuse a query
+        # at once meanwhile: ask again in a while.
+        await asyncio.sleep(WORKER_POLL_SECONDS)
+        return None
 
     async def _ended(self, loop_name: str) -> RunOutcome | None:
         """How the run ended, when it has (its result is kept by the server: no worker
@@ -419,6 +429,18 @@ class LoopRuns:
         """
         outcome: RunOutcome | None = await self.handle(loop_name).query(LoopWorkflow.outcome)
         return outcome if outcome is not None else await self._ended(loop_name)
+
+
+def _once(say: Callable[[str], None] | None) -> Callable[[str], None]:
+    """`say`, called for the first message only (a wait is told once)."""
+    said: list[str] = []
+
+    def tell(message: str) -> None:
+        if not said and say is not None:
+            say(message)
+        said.append(message)
+
+    return tell
 
 
 def _relative_to(path: Path, checkout: Path) -> str:
