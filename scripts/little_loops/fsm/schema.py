@@ -9,7 +9,7 @@ before these classes are built. `to_dict` writes only what differs from the defa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from little_loops.fsm.model.durations import parse_duration
 
@@ -298,6 +298,10 @@ class FSMLoop:
     max_cost_usd: float | None = None
     notify: str | None = None
     rate_limit: RateLimitConfig = field(default_factory=RateLimitConfig)
+    # The dialect the loop was read in: "legacy" here (little-loops at aada157e1); a loop
+    # read in little-loops' current dialect is a `model.head_loop.HeadLoop`, which says
+    # "head". The engine asks this, never the YAML.
+    dialect: ClassVar[str] = "legacy"
 
     def effective_stall_threshold(self) -> int:
         """The stall threshold in force: the loop's own, else 3 for unattended loops.

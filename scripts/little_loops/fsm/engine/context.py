@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.handoff_handler import HandoffHandler
@@ -71,7 +72,8 @@ class RunCursor:
     Additions: `spending`, what the run has spent so far (the budget's measure), and
     `limit_wait`, the usage-limit wait under way or cut short ({"state", "until",
     "message", "limit_type", "resets_at", "session_id"}), so a resumed run waits only
-    what is left and continues claude's session.
+    what is left and continues claude's session. `head`: what a HEAD-dialect loop's run
+    keeps besides (`head_memory`; empty for a legacy loop).
     """
 
     current_state: str
@@ -88,6 +90,7 @@ class RunCursor:
     redirected: set[str] = field(default_factory=set)
     spending: RunSpending = field(default_factory=RunSpending)
     limit_wait: dict[str, Any] | None = None
+    head: HeadMemory = field(default_factory=HeadMemory)
 
     def copy(self) -> RunCursor:
         """A copy that shares no mutable part with this cursor."""
@@ -98,6 +101,7 @@ class RunCursor:
             handoff_context=dict(self.handoff_context) if self.handoff_context else None,
             spending=self.spending.copy(),
             limit_wait=dict(self.limit_wait) if self.limit_wait else None,
+            head=self.head.copy(),
         )
 
 

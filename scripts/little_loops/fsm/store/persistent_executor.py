@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from little_loops.fsm.engine.context import EventCallback, RunCursor
+from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.engine.run_loop import FSMExecutor
 from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.engine.step_result import ExecutionResult
@@ -446,6 +447,7 @@ class PersistentExecutor:
             limit_wait=executor.cursor.limit_wait,
             max_cost_usd=self.budget_override,
             notify=self.notify_override,
+            head=executor.cursor.head.to_dict(),
         )
 
     def _spending(self) -> dict[str, Any]:
@@ -623,6 +625,7 @@ class PersistentExecutor:
             start_time_ms=_wall_clock_ms() - (state.elapsed_ms or 0),
             spending=RunSpending.from_dict(state.spending),
             limit_wait=state.limit_wait,
+            head=HeadMemory.from_dict(state.head),
         )
 
     def _restore_command_line(self, state: LoopState) -> None:

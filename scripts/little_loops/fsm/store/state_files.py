@@ -143,6 +143,7 @@ _FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "max_cost_usd": (_optional(_is_number), "a number or null"),
     "notify": (_optional(_is_str), "a string or null"),
     "limit_wait": (_optional(_is_limit_wait), "an object with a numeric 'until', or null"),
+    "head": (_optional(_is_object), "an object or null"),
 }
 
 
@@ -264,6 +265,9 @@ class LoopState:
     # none), kept so `resume` keeps them. Written when set.
     max_cost_usd: float | None = None
     notify: str | None = None
+    # What a HEAD-dialect loop's run keeps besides (`engine.head_memory.HeadMemory` as a
+    # dict: retry counts, caps, sub-loops under way, ...). Written when not empty.
+    head: dict[str, Any] = field(default_factory=dict)
 
     def current_iteration(self) -> int:
         """The iteration number `current_state` runs as.
@@ -314,6 +318,8 @@ class LoopState:
                 out[key] = getattr(self, key)
         if self.notify is not None:
             out["notify"] = self.notify
+        if self.head:
+            out["head"] = self.head
         return out
 
     @classmethod
@@ -360,6 +366,7 @@ class LoopState:
             limit_wait=data.get("limit_wait"),
             max_cost_usd=data.get("max_cost_usd"),
             notify=data.get("notify"),
+            head=data.get("head") or {},
         )
 
 

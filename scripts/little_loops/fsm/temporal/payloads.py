@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from little_loops.fsm.engine.context import RunCursor
+from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.process.runner import ActionResult
@@ -223,6 +224,7 @@ def cursor_to_dict(cursor: RunCursor) -> dict[str, Any]:
         "redirected": sorted(cursor.redirected),
         "spending": cursor.spending.to_dict(),
         "limit_wait": cursor.limit_wait,
+        **({"head": cursor.head.to_dict()} if cursor.head.anything else {}),
     }
 
 
@@ -243,6 +245,7 @@ def cursor_from_dict(data: dict[str, Any]) -> RunCursor:
         redirected=set(data.get("redirected") or ()),
         spending=RunSpending.from_dict(data.get("spending")),
         limit_wait=data.get("limit_wait"),
+        head=HeadMemory.from_dict(data.get("head")),
     )
 
 

@@ -105,6 +105,7 @@ class RunRecord:
             limit_wait=cursor.limit_wait,
             max_cost_usd=self.budget_override,
             notify=self.notify_override,
+            head=cursor.head.to_dict(),
         )
 
     def take_resume(self, signal: ResumeSignal) -> None:
@@ -166,5 +167,6 @@ def resumed_cursor(
         start_time_ms=now_ms - elapsed_ms,
         spending=cursor.spending.copy(),
         limit_wait=cursor.limit_wait,
+        head=cursor.head.copy(),
     )
     return resumed, cut_off
