@@ -40,12 +40,24 @@ from little_loops.fsm.schema import (
     StateConfig,
 )
 
-__all__ = ["HeadEvaluateConfig", "HeadLLMConfig", "HeadLoop", "HeadStateConfig", "is_head"]
+__all__ = [
+    "HeadEvaluateConfig",
+    "HeadLLMConfig",
+    "HeadLoop",
+    "HeadStateConfig",
+    "is_head",
+    "loop_from_dict",
+]
 
 
 def is_head(loop: FSMLoop) -> bool:
     """True for a loop read in the HEAD dialect."""
     return loop.dialect == DIALECT_HEAD
+
+
+def loop_from_dict(data: dict[str, Any], dialect: str) -> FSMLoop:
+    """A loop's `to_dict()` built again in its dialect (what a Temporal payload carries)."""
+    return HeadLoop.from_dict(data) if dialect == DIALECT_HEAD else FSMLoop.from_dict(data)
 
 
 def _put(out: dict[str, Any], key: str, value: Any) -> None:

@@ -103,6 +103,8 @@ class RunInput:
     # The checkout's scope registry (`scope_registry`), told when a run with a `scope`
     # ends or pauses (None: the loop has no scope).
     scope_registry: str | None = None
+    # The dialect `loop` was read in (`FSMLoop.dialect`): a HEAD loop is built again as one.
+    dialect: str = "legacy"
 
 
 @dataclass
@@ -150,6 +152,7 @@ class JudgeInput:
     action: ActionResult | None
     slash: bool
     checkout: str
+    dialect: str = "legacy"
 
 
 @dataclass

@@ -62,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from little_loops.fsm.engine.run_guards import RunGuards
     from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler, HandoffResult
+    from little_loops.fsm.model.head_loop import loop_from_dict
     from little_loops.fsm.process.checkpoint import CheckpointResult
     from little_loops.fsm.process.runner import CANCELLED_EXIT_CODE, CANCELLED_MESSAGE, ActionResult
     from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
@@ -171,7 +172,7 @@ class LoopWorkflow:
     @workflow.run
     async def run(self, run: RunInput) -> RunOutcome:
         self._input = run
-        fsm = self._fsm = FSMLoop.from_dict(run.loop)
+        fsm = self._fsm = loop_from_dict(run.loop, run.dialect)
         record = self._record = RunRecord(fsm, run.host, dict(run.context_overrides))
         record.budget_override, record.notify_override = run.budget_override, run.notify_override
         guards = self._guards(fsm)
@@ -323,6 +324,7 @@ class LoopWorkflow:
             action=request.step.action,
             slash=request.step.slash,
             checkout=self._input.checkout,
+            dialect=self._input.dialect,
         )
         try:
             # `[verdict, details]` from a worker before spending was reported (a run in
