@@ -331,6 +331,9 @@ class HeadLoop(FSMLoop):
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
+        for name, state in self.states.items():
+            if _success_named_like_failure(name, state):
+                out["states"][name]["failure"] = False  # else it would read as one by name
         steps = out.pop("max_iterations", None)
         if steps is not None:
             out["max_steps"] = steps
@@ -389,6 +392,13 @@ class HeadLoop(FSMLoop):
             config=dict(data.get("config") or {}),
             **_written(data, _LOOP_KEYS),
         )
+
+
+def _success_named_like_failure(name: str, state: StateConfig) -> bool:
+    """A terminal named `failed` (say) that its file declared `failure: false`."""
+    if not isinstance(state, HeadStateConfig) or not state.terminal:
+        return False
+    return not state.failure and name in FAILURE_TERMINAL_NAMES
 
 
 def _written(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
