@@ -540,9 +540,11 @@ class PersistentExecutor:
         state.error = result.error
         state.elapsed_ms = result.duration_ms
         spawned = self._executor.handoff_result
-        if result.handoff and spawned is not None and spawned.spawned_process is not None:
-            state.pid = spawned.spawned_process.pid  # the session that will resume the loop
-            self.persistence.append_event(self._spawn_event(spawned.spawned_process.pid))
+        pid = spawned.spawned_process.pid if spawned and spawned.spawned_process else None
+        # Not an int: a test's stand-in for `subprocess.Popen` (`reference_seams`) started it.
+        if result.handoff and isinstance(pid, int):
+            state.pid = pid  # the session that will resume the loop
+            self.persistence.append_event(self._spawn_event(pid))
         self.persistence.save_state(state)
         self._notify_end(state)
 
