@@ -5,6 +5,7 @@ Written the way tests of little-loops at aada157e1 were: direct API calls, exact
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,8 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fixtures.cli_support import cli_in_process, write_loop
 
+from little_loops.cli.summary import summarize
 from little_loops.fsm.evaluators import evaluate
+from little_loops.fsm.executor import ExecutionResult, FSMExecutor
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.persistence import LoopState, PersistentExecutor, StatePersistence
 from little_loops.fsm.process.process_groups import ActionGroup
@@ -50,6 +54,102 @@ def test_evaluate_unknown_type_raises_value_error() -> None:
     with pytest.raises(ValueError) as raised:
         evaluate(config, "output", 0, InterpolationContext())
     assert str(raised.value) == "Unknown evaluator type: unknown_type"
+
+
+# --- 2. no route for a verdict (§8.4 step 10) ------------------------------------------
+
+NO_ROUTE_DETAIL = "No valid transition for verdict 'failure' in state 'check'"
+CHECK_LOOP = """\
+name: checking
+initial: check
+states:
+  check:
+    action: "exit 1"
+    on_success: done
+  done:
+    terminal: true
+"""
+
+
+def check_loop() -> FSMLoop:
+    return FSMLoop(
+        name="checking",
+        initial="check",
+        states={
+            "check": StateConfig(action="exit 1", on_success="done"),
+            "done": StateConfig(terminal=True),
+        },
+    )
+
+
+def test_no_route_ends_the_run_with_no_valid_transition() -> None:
+    """§8.4 step 10: finish "error" with `error = "No valid transition"`."""
+    events: list[dict[str, object]] = []
+    result = FSMExecutor(check_loop(), event_callback=events.append).run()
+    assert result.terminated_by == "error"
+    assert result.final_state == "check"
+    assert result.error == "No valid transition"
+    assert result.to_dict()["error"] == "No valid transition"
+    # Our addition, in a separate field: what people read.
+    assert result.error_detail == NO_ROUTE_DETAIL
+    complete = [e for e in events if e["event"] == "loop_complete"]
+    assert [{k: v for k, v in e.items() if k != "ts"} for e in complete] == [
+        {
+            "event": "loop_complete",
+            "final_state": "check",
+            "iterations": 1,
+            "terminated_by": "error",
+            "error": "No valid transition",
+            "error_detail": NO_ROUTE_DETAIL,
+        }
+    ]
+
+
+def test_an_error_verdict_with_its_own_message_still_ends_with_it() -> None:
+    """An action that cannot start (the reference raised: its message was the error)."""
+    loop = check_loop()
+    loop.states["check"] = StateConfig(action="echo ${context.nope}", on_success="done")
+    result = FSMExecutor(loop).run()
+    assert (result.error, result.error_detail) == (
+        "Cannot interpolate action: Path 'nope' not found in context",
+        None,
+    )
+
+
+def test_the_summary_reads_the_detail() -> None:
+    result = ExecutionResult(
+        "check", 1, "error", 2500, {}, error="No valid transition", error_detail=NO_ROUTE_DETAIL
+    )
+    assert summarize(result, check_loop(), "checking").lines == [
+        f"Loop failed: check (1 iteration, 2.5s) - {NO_ROUTE_DETAIL}"
+    ]
+
+
+def test_cli_messages_stay_as_detailed_as_before(capsys: pytest.CaptureFixture[str]) -> None:
+    """`run`, `status` and the events file: the detail is where people read it."""
+    write_loop(Path.cwd(), "checking", CHECK_LOOP)
+    code, out, err = cli_in_process(capsys, "run", "checking")
+    assert (code, out) == (
+        1,
+        "Running loop: checking\n"
+        "Max iterations: 50\n"
+        "\n"
+        "[1/50] check -> exit 1\n"
+        "       ✗ failure\n"
+        "\n",
+    )
+    assert err == f"Loop failed: check (1 iteration, Ns) - {NO_ROUTE_DETAIL}\n"
+    code, out, _ = cli_in_process(capsys, "status", "checking")
+    assert f"Error: {NO_ROUTE_DETAIL}" in out.splitlines()
+    saved = json.loads(Path(".loops/.running/checking.state.json").read_text())
+    assert (saved["status"], saved["error"]) == ("failed", NO_ROUTE_DETAIL)
+    events = Path(".loops/.running/checking.events.jsonl").read_text().splitlines()
+    last = json.loads(events[-1])
+    assert (last["event"], last["error"], last["error_detail"]) == (
+        "loop_complete",
+        "No valid transition",
+        NO_ROUTE_DETAIL,
+    )
 
 
 # --- 3. a `running` state whose owner is gone or unknown (§9.3) -------------------------

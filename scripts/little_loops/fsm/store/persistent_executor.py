@@ -531,7 +531,7 @@ class PersistentExecutor:
         state.iteration = result.iterations
         state.continuation_prompt = self._continuation_prompt
         state.terminated_by = result.terminated_by
-        state.error = result.error
+        state.error = result.read_error  # the reference saved no error: ours is for people
         state.elapsed_ms = result.duration_ms
         spawned = self._executor.handoff_result
         pid = spawned.spawned_process.pid if spawned and spawned.spawned_process else None
