@@ -584,7 +584,10 @@ def test_dispatch_exit_code() -> None:
 
 
 def test_dispatch_unknown_type() -> None:
-    assert run(EvaluateConfig("vibes")) == error("Unknown evaluator type: vibes")
+    # Issue 27: raises as the reference does (was an `error` verdict).
+    with pytest.raises(ValueError) as raised:
+        run(EvaluateConfig("vibes"))
+    assert str(raised.value) == "Unknown evaluator type: vibes"
 
 
 @pytest.mark.parametrize(

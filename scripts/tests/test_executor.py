@@ -191,14 +191,17 @@ def test_route_table_takes_precedence_over_shorthand() -> None:
     states = route_states("exit 1", {"success": "exact"}, on_failure="other")
     result, recorder, _ = run_loop(states)
     assert (result.terminated_by, result.final_state) == ("error", "check")
-    assert result.error == "No valid transition for verdict 'failure' in state 'check'"
+    # Issue 27: the reference's bare text; the detail people read is `error_detail`.
+    assert result.error == "No valid transition"
+    assert result.error_detail == "No valid transition for verdict 'failure' in state 'check'"
     assert recorder.of("loop_complete") == [
         {
             "event": "loop_complete",
             "final_state": "check",
             "iterations": 1,
             "terminated_by": "error",
-            "error": "No valid transition for verdict 'failure' in state 'check'",
+            "error": "No valid transition",
+            "error_detail": "No valid transition for verdict 'failure' in state 'check'",
         }
     ]
 
@@ -747,8 +750,9 @@ def test_maintain_restarts_at_initial_without_on_maintain() -> None:
 
 def test_maintain_does_not_hide_a_missing_route() -> None:
     result, _, _ = run_loop({"a": {"action": "false", "on_success": "z"}, "z": DONE}, maintain=True)
-    assert (result.terminated_by, result.error) == (
+    assert (result.terminated_by, result.error, result.error_detail) == (
         "error",
+        "No valid transition",  # issue 27: the reference's text; the detail beside it
         "No valid transition for verdict 'failure' in state 'a'",
     )
 

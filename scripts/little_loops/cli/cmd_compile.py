@@ -2,7 +2,8 @@
 
 The output is derived from the input's suffix (`x.yaml` -> `x.fsm.yaml`, `x.yml` ->
 `x.fsm.yml`, anything else gets `.fsm.yaml` appended), is never the input itself, and is
-only written when the compiled loop passes validation.
+only written when the compiled loop passes validation. A replaced
+`little_loops.fsm.compilers.compile_paradigm` (the reference's seam) is honoured.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from typing import Any
 
 from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.output import Logger
-from little_loops.fsm.errors import LoopError, LoopSyntaxError
-from little_loops.fsm.loading.pipeline import load_loop
+from little_loops.fsm import compilers
+from little_loops.fsm.errors import LoopError, LoopFileError, LoopSyntaxError, LoopValidationError
+from little_loops.fsm.loading import paradigms
+from little_loops.fsm.loading.pipeline import built_loop_findings, load_loop, load_loop_mapping
 from little_loops.fsm.loading.yaml_text import dump_yaml
+from little_loops.fsm.model.findings import ValidationSeverity
 from little_loops.fsm.schema import FSMLoop
 
 
@@ -51,7 +55,7 @@ def compile_command(input_arg: str, output_arg: str | None) -> int:
         logger.error(f"Refusing to overwrite the input file: {input_arg} (choose another -o)")
         return FAILED
     try:
-        fsm = load_loop(input_path)
+        fsm = _compile(input_path)
     except LoopError as exc:
         prefix = "YAML parse error" if isinstance(exc, LoopSyntaxError) else "Compilation error"
         for line in exc.user_lines():
@@ -64,3 +68,25 @@ def compile_command(input_arg: str, output_arg: str | None) -> int:
         return FAILED
     logger.success(f"Compiled to: {output_path}")
     return OK
+
+
+def _compile(input_path: Path) -> FSMLoop:
+    """The checked loop `input_path` stands for.
+
+    When `little_loops.fsm.compilers.compile_paradigm` has been replaced (a test written
+    for the reference patches it), the replacement compiles the file's mapping, whatever
+    its paradigm, as the reference's `compile` did; its result is checked as usual.
+    """
+    replacement = compilers.compile_paradigm
+    if replacement is paradigms.compile_paradigm:
+        return load_loop(input_path)
+    spec = load_loop_mapping(input_path)
+    try:
+        fsm = replacement(spec)
+    except ValueError as exc:  # the reference's compile errors
+        raise LoopFileError(str(input_path), str(exc)) from None
+    findings = built_loop_findings(fsm)
+    errors = [item for item in findings if item.severity is ValidationSeverity.ERROR]
+    if errors:
+        raise LoopValidationError(str(input_path), errors)
+    return fsm

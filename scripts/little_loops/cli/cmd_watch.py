@@ -305,7 +305,9 @@ def _result(state: LoopState | None, completion: dict[str, Any]) -> ExecutionRes
         terminated_by=str(ended_by),
         duration_ms=(state.elapsed_ms or 0) if state else 0,
         captured=state.captured if state else {},
-        error=(state.error if state else None) or completion.get("error"),
+        error=(state.error if state else None)
+        or completion.get("error_detail")
+        or completion.get("error"),
         handoff=ended_by == "handoff",
         continuation_prompt=state.continuation_prompt if state else None,
         stop_reason=completion.get("stop_reason"),

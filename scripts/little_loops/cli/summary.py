@@ -35,7 +35,7 @@ def summarize(result: ExecutionResult, fsm: FSMLoop, loop_arg: str) -> Summary:
     """The end-of-run lines for `result`, then the errors seen during the run."""
     summary = _outcome(result, fsm, loop_arg)
     errors = result.errors
-    if errors and errors[-1].get("message") == result.error:
+    if errors and errors[-1].get("message") == result.read_error:
         errors = errors[:-1]  # the first line already says it (e.g. a FATAL_ERROR)
     summary.lines.extend(
         error_lines(errors, loop_arg, last=SUMMARY_ERRORS, stderr_lines=SUMMARY_STDERR_LINES)
@@ -96,8 +96,8 @@ def _after_stall(result: ExecutionResult, loop_arg: str) -> list[str]:
 
 
 def _reason(result: ExecutionResult, fsm: FSMLoop) -> str:
-    if result.error:
-        return result.error
+    if result.read_error:
+        return result.read_error
     if result.terminated_by == "timeout" and fsm.timeout:
         return f"loop timeout ({fsm.timeout}s) reached"
     return f"ended by {result.terminated_by}"

@@ -312,6 +312,7 @@ def evaluate(
 
     `log_path` (addition): `output` is only the tail of the action's stdout, which this
     file holds whole; `output_contains` and `output_json` read it.
+    Raises `ValueError("Unknown evaluator type: <type>")` for a type it does not know.
     """
     if config.source is not None:
         # Decision states judge an interpolated value (often a capture) instead of stdout.
@@ -335,7 +336,9 @@ def evaluate(
         return _evaluate_llm(config, output, llm)
     if kind == "return_metadata":
         return _evaluate_return_metadata(config, output, context)
-    return _error(f"Unknown evaluator type: {kind}")
+    # The reference raises here (a programming mistake, not a verdict); validation keeps
+    # unknown types out of loop files, so only code that builds configs reaches this.
+    raise ValueError(f"Unknown evaluator type: {kind}")
 
 
 def _evaluate_return_metadata(

@@ -3,10 +3,15 @@
 The run loop lives in `engine.run_loop` and the steps of a state in `engine/`; this module
 only gathers the public names (and the reference's module-level helpers) so that
 `little_loops.fsm.executor` stays the one import for them.
+
+The reference called `subprocess.run` and `time.time` through this module's `subprocess`
+and `time`; tests that replace them (`mock.patch("little_loops.fsm.executor.subprocess.run")`,
+`...executor.time.time`) reach the runner and the loop clock (`process.reference_seams`).
 """
 
 from __future__ import annotations
 
+import subprocess  # noqa: F401 (the reference's seam: tests patch `executor.subprocess.run`)
 import time
 
 from little_loops.fsm.engine.action_step import DEFAULT_ACTION_TIMEOUT as DEFAULT_ACTION_TIMEOUT

@@ -9,6 +9,9 @@ A spawn can be *held* (`hold_spawn=True`): the process is created at once, so it
 known, but claude itself only starts when `release_spawned()` is called (or when this
 process exits). Persistence uses this to record the pid and every event of the ending
 run before the new session can run `ll-loop resume` and write the same files.
+
+When `subprocess.Popen` has been replaced (a test written for the reference), spawn calls
+the replacement as the reference did instead (see `reference_seams`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from enum import Enum
 from pathlib import Path
 from typing import IO
 
+from little_loops.fsm.process import reference_seams
 from little_loops.fsm.process.runner import CLAUDE_BIN_ENV, CLAUDE_NOT_FOUND
 
 # The held session: a shell that waits for its stdin to close, then becomes claude (same
@@ -108,6 +112,8 @@ class HandoffHandler:
         raise SpawnError(CLAUDE_NOT_FOUND)
 
     def _spawn(self, loop_name: str, continuation: str | None) -> HandoffResult:
+        if reference_seams.popen_replaced():  # a test double of the reference's seam
+            return self._spawn_as_reference(loop_name, continuation)
         try:
             claude = self.claude_path()
             argv = [claude, "--dangerously-skip-permissions", "-p"]
@@ -121,6 +127,14 @@ class HandoffHandler:
         self._held = process
         if not self.hold_spawn:
             self.release_spawned()
+        return HandoffResult(HandoffBehavior.SPAWN, continuation, spawned_process=process)
+
+    def _spawn_as_reference(self, loop_name: str, continuation: str | None) -> HandoffResult:
+        """`subprocess.Popen` was replaced: call it as the reference did (argv `[claude, "-p",
+        prompt]`, text mode, nothing held, nothing looked up), and hand back what it gave."""
+        claude = self.claude_bin or os.environ.get(CLAUDE_BIN_ENV) or "claude"
+        argv = [claude, "-p", spawn_prompt(loop_name, continuation)]
+        process: subprocess.Popen[str] = subprocess.Popen(argv, text=True)
         return HandoffResult(HandoffBehavior.SPAWN, continuation, spawned_process=process)
 
     def _start_held(self, loop_name: str, argv: list[str]) -> subprocess.Popen[str]:

@@ -441,6 +441,7 @@ class RunCore:
         result.continuation_prompt = ending.continuation_prompt
         result.stop_reason = ending.stop_reason
         result.continuations_exhausted = ending.exhausted
+        result.error_detail = ending.error_detail
         self._emit("loop_complete", **completion_keys(result))
         return result
 

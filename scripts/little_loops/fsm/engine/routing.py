@@ -14,6 +14,12 @@ from typing import Any
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
 from little_loops.fsm.schema import CURRENT_STATE_TOKEN, StateConfig
 
+NO_VALID_TRANSITION = "No valid transition"
+"""`ExecutionResult.error` when a verdict has no route, exactly as in the reference; the
+message people read (`no_route_message`) goes in `error_detail`. An error verdict that
+carries its own message (an action that could not start, which the reference raised)
+ends the run with that message instead, as it did there."""
+
 
 class RoutingError(Exception):
     """A route target that cannot be resolved to a state of the loop."""
@@ -37,6 +43,18 @@ def no_route_message(state_name: str, verdict: str | None, details: dict[str, An
     if verdict == "error" and isinstance(details.get("error"), str):
         return str(details["error"])  # the failure itself says more than "no route"
     return f"No valid transition for verdict '{verdict}' in state '{state_name}'"
+
+
+def no_route_error(
+    state_name: str, verdict: str | None, details: dict[str, Any]
+) -> tuple[str, str | None]:
+    """`(error, error_detail)` of a run that ends because a verdict has no route: the
+    reference's bare text, with `no_route_message` for people; an error verdict's own
+    message alone."""
+    message = no_route_message(state_name, verdict, details)
+    if verdict == "error" and isinstance(details.get("error"), str):
+        return message, None
+    return NO_VALID_TRANSITION, message
 
 
 def resolve_target(

@@ -14,7 +14,7 @@ from little_loops.fsm.engine.context import StepContext
 from little_loops.fsm.engine.routing import (
     RoutingError,
     choose_target,
-    no_route_message,
+    no_route_error,
     resolve_target,
 )
 from little_loops.fsm.engine.run_guards import Stall, visit_limit_message
@@ -35,7 +35,8 @@ def route_after_step(
     if target is None:
         if stop is not None:
             return Ending("signal_stop", stop_reason=stop.payload)
-        return Ending("error", no_route_message(cursor.current_state, step.verdict, step.details))
+        error, detail = no_route_error(cursor.current_state, step.verdict, step.details)
+        return Ending("error", error, error_detail=detail)
     ctx.result = cursor.last_result
     try:
         resolved = _resolve(sc, target, ctx)

@@ -52,6 +52,8 @@ def completion_keys(result: ExecutionResult) -> dict[str, Any]:
     }
     if result.error is not None:
         keys["error"] = result.error
+    if result.error_detail is not None:
+        keys["error_detail"] = result.error_detail  # addition: the error as people read it
     if result.stop_reason is not None:
         keys["stop_reason"] = result.stop_reason
     if result.spending is not None:

@@ -50,7 +50,8 @@ class Ending:
     """How the run ends, as a step found it; the executor finishes the run with it.
 
     `exhausted`: a handoff went past `max_continuations`; `handoff_result`: what the
-    `HandoffHandler` did with a handoff that ends the run.
+    `HandoffHandler` did with a handoff that ends the run; `error_detail`: the message
+    people read when `error` is the reference's bare text (see `ExecutionResult`).
     """
 
     terminated_by: str
@@ -59,6 +60,7 @@ class Ending:
     stop_reason: str | None = None
     exhausted: bool = False
     handoff_result: HandoffResult | None = None
+    error_detail: str | None = None
 
 
 @dataclass
@@ -67,7 +69,11 @@ class ExecutionResult:
 
     Additions: `stop_reason` is the payload of a `LOOP_STOP:` signal;
     `continuations_exhausted` says a handoff went past `max_continuations`, so it will not
-    be continued (nothing was spawned; resume needs a higher limit).
+    be continued (nothing was spawned; resume needs a higher limit). `error_detail`: when
+    `error` is exactly the reference's text (`No valid transition`), the message people
+    read instead (`No valid transition for verdict 'failure' in state 'check'`, or the
+    error verdict's own message); shown by the summary, saved in the state file's `error`
+    and sent in `loop_complete`. `read_error` gives whichever a person should see.
     """
 
     final_state: str
@@ -84,6 +90,12 @@ class ExecutionResult:
     errors: list[dict[str, Any]] = field(default_factory=list)
     # Addition: what the run spent ({"cost_usd", "tokens"}, see `spending`); None: nothing.
     spending: dict[str, Any] | None = None
+    error_detail: str | None = None
+
+    @property
+    def read_error(self) -> str | None:
+        """The error as a person should read it: the detail when there is one."""
+        return self.error_detail or self.error
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -107,6 +119,8 @@ class ExecutionResult:
             out["errors"] = self.errors
         if self.spending is not None:
             out["spending"] = self.spending
+        if self.error_detail is not None:
+            out["error_detail"] = self.error_detail
         return out
 
 

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from little_loops.fsm.process import reference_seams
 from little_loops.fsm.process.background_groups import BackgroundGroups, group_exists
 from little_loops.fsm.process.claude_refusal import CLAUDE_NOT_FOUND as CLAUDE_NOT_FOUND
 from little_loops.fsm.process.claude_refusal import claude_not_found, claude_refusal
@@ -308,6 +309,11 @@ class DefaultActionRunner:
         stdout, and `<log_path minus .log>.stderr.log` all of stderr; each appears once
         the action has printed something to it (see `output_files.PendingLog`).
         """
+        if reference_seams.subprocess_run_replaced():  # a test double of the reference's seam
+            ran = reference_seams.run_as_reference(
+                action, timeout, is_slash_command, self._claude_bin(), self.cwd, on_line, on_text
+            )
+            return ActionResult(*ran)
         started = time.monotonic()
         argv = self._argv(action, is_slash_command, resume_session)
         try:

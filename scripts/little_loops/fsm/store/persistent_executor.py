@@ -32,15 +32,16 @@ from little_loops.fsm.process.process_groups import ActionGroup
 from little_loops.fsm.process.runner import DefaultActionRunner
 from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
-from little_loops.fsm.store.locking import lock_file_exists, read_holder
 from little_loops.fsm.store.log_retention import LogRetention
 from little_loops.fsm.store.notifier import RunNotifier, notify_log_path, run_notifier
+from little_loops.fsm.store.orphaned_actions import OrphanedActionError, stop_orphans
 from little_loops.fsm.store.run_history import (
     LIVE_STATUSES,
     UNFINISHED_STATUSES,
     WAITING,
     archive_previous_run,
 )
+from little_loops.fsm.store.run_owners import note_run_going, owner_alive
 from little_loops.fsm.store.state_files import (
     PHASE_ENTERED,
     PHASE_ROUTED,
@@ -156,7 +157,8 @@ def _refusal(state: LoopState, max_continuations: int, running_dir: Path) -> str
     ended = _ended_reason(state)
     if ended is not None:
         return f"{ended}; start a new run with: ll-loop run {name}"
-    if state.status in LIVE_STATUSES and _owner_alive(state, running_dir):
+    state_file = running_dir / f"{name}.state.json"
+    if state.status in LIVE_STATUSES and owner_alive(state, running_dir, state_file):
         return f"loop '{name}' is running (pid {state.pid})"
     if state.status not in _RESUMABLE:
         return f"loop '{name}' has status '{state.status}', which cannot be resumed"
@@ -207,16 +209,6 @@ def _continued_handoff(state: LoopState) -> bool:
     handoff (the prompt is saved until a route leaves the state), so its next run, or
     its cut-off re-run, must get the prompt."""
     return state.status in ("running", "interrupted") and state.continuation_prompt is not None
-
-
-def _owner_alive(state: LoopState, running_dir: Path) -> bool:
-    """Whether another process still runs the loop of a `running` state (on this host)."""
-    if state.host is not None and state.host != socket.gethostname():
-        return False  # we cannot see it; the brief treats it as gone
-    if lock_file_exists(running_dir, state.loop_name):  # the lock knows; the pid may lie
-        holder = read_holder(running_dir, state.loop_name)
-        return holder is not None and holder.pid != os.getpid()  # a lock we hold is ours
-    return is_process_alive(state.pid)
 
 
 class PersistentExecutor:
@@ -461,9 +453,11 @@ class PersistentExecutor:
         the end."""
         if clear_previous:
             self.archive_previous()
+        note_run_going(self.persistence.state_file, True)
         try:
             return self._run_and_save()
         finally:
+            note_run_going(self.persistence.state_file, False)
             self._let_spawned_session_go()
 
     def archive_previous(self) -> ArchivedRun | None:
@@ -537,12 +531,14 @@ class PersistentExecutor:
         state.iteration = result.iterations
         state.continuation_prompt = self._continuation_prompt
         state.terminated_by = result.terminated_by
-        state.error = result.error
+        state.error = result.read_error  # the reference saved no error: ours is for people
         state.elapsed_ms = result.duration_ms
         spawned = self._executor.handoff_result
-        if result.handoff and spawned is not None and spawned.spawned_process is not None:
-            state.pid = spawned.spawned_process.pid  # the session that will resume the loop
-            self.persistence.append_event(self._spawn_event(spawned.spawned_process.pid))
+        pid = spawned.spawned_process.pid if spawned and spawned.spawned_process else None
+        # Not an int: a test's stand-in for `subprocess.Popen` (`reference_seams`) started it.
+        if result.handoff and isinstance(pid, int):
+            state.pid = pid  # the session that will resume the loop
+            self.persistence.append_event(self._spawn_event(pid))
         self.persistence.save_state(state)
         self._notify_end(state)
 
@@ -570,7 +566,7 @@ class PersistentExecutor:
         """Continue a saved run; None when there is nothing resumable (reference API)."""
         try:
             return self.resume_checked()
-        except (NotResumableError, StateFileError):
+        except (NotResumableError, StateFileError, OrphanedActionError):
             return None
 
     def resume_checked(self) -> ExecutionResult:
@@ -581,6 +577,8 @@ class PersistentExecutor:
         reason = resume_refusal(state, self.fsm, self.persistence.running_dir)
         if reason is not None:
             raise NotResumableError(reason)
+        # Its runner is gone (or ended): never run an action again beside the copy it left.
+        stop_orphans(state, self.fsm.name)
         self._restore(state)
         with self._files_guard():
             self.persistence.append_event(self._resume_event(state))

@@ -433,7 +433,7 @@ class LoopWorkflow:
             if by == "handoff" and terminating
             else FINAL_STATUS.get(by, "failed")
         )
-        record.terminated_by, record.error = by, result.error
+        record.terminated_by, record.error = by, result.read_error
         self._elapsed_ms = result.duration_ms
         cursor = self._core.cursor
         state = record.state(cursor, self._core.guards, result.duration_ms)
