@@ -55,6 +55,7 @@ SUBCOMMANDS = (
 _RUN_SHORT_FLAGS = ("-n", "-b", "-q", "-v")
 _RUN_LONG_FLAGS = (
     "--max-iterations",
+    "--max-steps",
     "--no-llm",
     "--llm-model",
     "--dry-run",
@@ -142,7 +143,17 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("loop", help="loop name (.loops/<name>.yaml) or path to a loop file")
     _add_engine_option(parser)
     parser.add_argument(
-        "-n", "--max-iterations", type=_at_least_one, help="override max_iterations (>= 1)"
+        "-n",
+        "--max-iterations",
+        type=_at_least_one,
+        help="override max_iterations (>= 1); little-loops HEAD files: their max_iterations "
+        "(the step cap, or the pass cap when max_steps is set)",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=_at_least_one,
+        metavar="N",
+        help="override the step cap (>= 1): max_steps of a HEAD file, max_iterations otherwise",
     )
     # `--max N` meant `--max-iterations N` before `--max-cost` existed (an abbreviation);
     # an exact option keeps it meaning that instead of becoming ambiguous.
@@ -202,6 +213,13 @@ def _add_running_commands(sub: Subparsers) -> None:
     """`run` and `resume`: they run the loop, so they share flags and the exit-code table."""
     run = _documented_parser(sub, "run", "run a loop")
     _add_run_options(run)
+    run.add_argument(
+        "input",
+        nargs="?",
+        metavar="INPUT",
+        help="little-loops HEAD files: the value of the loop's input_key (default "
+        "${context.input}); a JSON object sets the keys it shares with the loop's context",
+    )
     run.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     run.add_argument("-b", "--background", action="store_true", help="run detached, log to file")
     run.add_argument(
@@ -390,6 +408,8 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         max_cost=args.max_cost,
         context=tuple(getattr(args, "context", None) or ()),
         notify=args.notify,
+        max_steps=args.max_steps,
+        input=getattr(args, "input", None),
     )
 
 

@@ -306,6 +306,8 @@ class HeadLoop(FSMLoop):
     session_mode: str | None = None
     circuit: CircuitConfig | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    # Whether the file wrote `max_steps`: then `-n/--max-iterations` caps passes (§2.5).
+    max_steps_written: bool = False
 
     @property
     def max_steps(self) -> int:
@@ -375,6 +377,7 @@ class HeadLoop(FSMLoop):
             singleton=bool(data.get("singleton", False)),
             circuit=CircuitConfig.from_dict(data.get("circuit") or {}),
             config=dict(data.get("config") or {}),
+            max_steps_written="max_steps" in data,
             **_written(data, _LOOP_KEYS),
         )
 
