@@ -307,8 +307,27 @@ def _add_file_commands(sub: Subparsers) -> None:
         help="list unfinished runs (running, paused, interrupted, stalled)",
     )
     list_parser.add_argument("--json", action="store_true", help="print JSON")
+    _add_list_filters(list_parser)
     _add_engine_option(list_parser)
     _add_show_commands(sub)
+
+
+def _add_list_filters(parser: argparse.ArgumentParser) -> None:
+    """Filters of HEAD loops' metadata (a legacy loop is public, with no category or label)."""
+    parser.add_argument(
+        "--visibility",
+        choices=("public", "internal", "example", "all"),
+        help="only loops of this visibility (default: public, and a count of the others)",
+    )
+    parser.add_argument("--all", action="store_true", help="every visibility (= --visibility all)")
+    parser.add_argument("--category", metavar="C", help="only loops of category C")
+    parser.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="L",
+        help="only loops with label L (repeatable: any of them; case-insensitive)",
+    )
 
 
 def _add_show_commands(sub: Subparsers) -> None:
@@ -488,7 +507,11 @@ def _list(a: argparse.Namespace) -> int:
         return list_running_temporal(as_json=a.json)
     if a.running:
         _check_running_dir()
-    return list_command(running=a.running, as_json=a.json)
+    from little_loops.cli.cmd_inspect import ListFilter
+
+    visibility = "all" if a.all else a.visibility
+    only = ListFilter(visibility=visibility, category=a.category, labels=tuple(a.label))
+    return list_command(running=a.running, as_json=a.json, only=only)
 
 
 def _status(a: argparse.Namespace) -> int:

@@ -68,7 +68,10 @@ def apply_run_inputs(
     loop.context.update(kept)
     injected = injected_context(loop, HeadMemory(run_dir=_RUN_DIR_PLACEHOLDER))
     problems = _parameter_problems(loop, set(kept) | set(injected))
-    problems += [*_required_input_problems(loop), *_missing_context(loop, injected)]
+    absent = _absent_inputs(loop)
+    problems += [_required_input_line(loop, key) for key in absent]
+    # A required input already reported is not reported again as a missing context key.
+    problems += _missing_context(loop, injected, skip=set(absent))
     if problems:
         raise RunInputError(problems)
     return kept
@@ -107,16 +110,19 @@ def _templated(value: Any) -> bool:
     return isinstance(value, str) and "${" in value
 
 
-def _required_input_problems(loop: HeadLoop) -> list[str]:
-    return [
+def _absent_inputs(loop: HeadLoop) -> list[str]:
+    """The `required_inputs` keys that are missing or empty."""
+    return [key for key in loop.required_inputs if loop.context.get(key) in (None, "", [], {})]
+
+
+def _required_input_line(loop: HeadLoop, key: str) -> str:
+    return (
         f"loop '{loop.name}' requires input '{key}' but none was provided. "
         f"Pass it via: ll-loop run {loop.name} <value>"
-        for key in loop.required_inputs
-        if loop.context.get(key) in (None, "", [], {})
-    ]
+    )
 
 
-def _missing_context(loop: HeadLoop, injected: dict[str, Any]) -> list[str]:
+def _missing_context(loop: HeadLoop, injected: dict[str, Any], *, skip: set[str]) -> list[str]:
     """One line per `${context.k}` (no `:default=`, no `?`) the run's context lacks."""
     context = {**injected, **loop.context}
     missing: dict[str, str] = {}
@@ -128,6 +134,7 @@ def _missing_context(loop: HeadLoop, injected: dict[str, Any]) -> list[str]:
     return [
         f"loop '{loop.name}' needs context key '{key}' ({where}): pass --context {key}=VALUE"
         for key, where in missing.items()
+        if key not in skip
     ]
 
 
