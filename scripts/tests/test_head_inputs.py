@@ -213,3 +213,97 @@ def test_legacy_loop_refuses_a_positional_input(tmp_path: Path) -> None:
         "file: it takes no positional input; use --context KEY=VALUE)\n"
     )
     assert not (tmp_path / ".loops" / ".running").exists()
+
+
+# --- real `ll-loop` processes on HEAD files -----------------------------------------------
+
+GREET = """\
+name: greet
+description: Say hello.
+input_key: who
+required_inputs: [who]
+parameters:
+  times: {type: integer, default: 2}
+initial: hi
+states:
+  hi:
+    action: "echo hello ${context.who} x${context.times} ${context.extra:default=none}"
+    on_yes: done
+    on_no: done
+  done: {terminal: true}
+"""
+
+
+def _stderr_lines(done: Any) -> list[str]:
+    return [line.split("] ", 1)[1] for line in done.stderr.splitlines()]
+
+
+def test_section_2_5_run_with_positional_input(tmp_path: Path) -> None:
+    write_loop(tmp_path, "greet", GREET)
+    done = run_cli(tmp_path, "run", "greet", "world", "-v")
+    assert done.returncode == 0, done.stderr
+    assert "| hello world x2 none\n" in done.stdout
+    again = run_cli(
+        tmp_path, "greet", "world", "--context", "who=cli", "--context", "times=5", "-v"
+    )
+    assert "| hello cli x5 none\n" in again.stdout
+
+
+def test_section_2_5_run_refuses_missing_inputs_before_starting(tmp_path: Path) -> None:
+    write_loop(tmp_path, "greet", GREET)
+    done = run_cli(tmp_path, "run", "greet")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert _stderr_lines(done) == [
+        "loop 'greet' requires input 'who' but none was provided. "
+        "Pass it via: ll-loop run greet <value>"
+    ]
+    bad = run_cli(tmp_path, "run", "greet", "x", "--context", "times=lots")
+    assert _stderr_lines(bad) == ["loop 'greet': parameter 'times' must be an integer, got 'lots'"]
+    assert not (tmp_path / ".loops" / ".running").exists()
+
+
+def test_section_2_5_missing_context_key_names_the_flag(tmp_path: Path) -> None:
+    nested = tmp_path / ".loops" / "gates"
+    nested.mkdir(parents=True)
+    (nested / "lint.yaml").write_text(
+        "name: lint\ndescription: Lint.\ninitial: a\nstates:\n"
+        "  a: {action: 'echo ${context.target} ${context.max_steps}', next: done}\n"
+        "  done: {terminal: true}\n"
+    )
+    done = run_cli(tmp_path, "run", "gates/lint")
+    assert done.returncode == 1
+    assert _stderr_lines(done) == [
+        "loop 'lint' needs context key 'target' (states.a.action): pass --context target=VALUE"
+    ]
+    ok = run_cli(tmp_path, "run", "gates/lint", "--context", "target=src", "-v")
+    assert (ok.returncode, "| src 50\n" in ok.stdout) == (0, True)
+
+
+def test_section_2_5_run_dir_is_kept_across_resume(tmp_path: Path) -> None:
+    write_loop(
+        tmp_path,
+        "paused",
+        """\
+name: paused
+description: Hands off once, then finds its run_dir again.
+initial: step
+states:
+  step:
+    action: >-
+      if [ -f "${context.run_dir}mark" ]; then echo "same ${context.run_dir}";
+      else touch "${context.run_dir}mark"; echo "CONTEXT_HANDOFF: go on"; fi
+    capture: out
+    on_yes: done
+    on_no: done
+  done: {terminal: true}
+""",
+    )
+    first = run_cli(tmp_path, "run", "paused")
+    assert first.returncode == 3, first.stderr  # paused at the handoff
+    state = json.loads((tmp_path / ".loops/.running/paused.state.json").read_text())
+    run_dir = state["head"]["run_dir"]
+    assert state["status"] == "awaiting_continuation"
+    resumed = run_cli(tmp_path, "resume", "paused", "-v")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"| same {run_dir}\n" in resumed.stdout
+    assert len(list((tmp_path / ".loops" / "runs").iterdir())) == 1
