@@ -352,9 +352,13 @@ def test_section_3_1_on_yes_and_on_success_differ(
     ]
 
 
+CHILD = "name: child\ninitial: s\nstates:\n  s: {terminal: true}\n"
+
+
 def test_section_3_3_and_4_inert_keys_warn(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    (tmp_path / "child.yaml").write_text(CHILD, encoding="utf-8")
     data = head()
     data["states"]["a"] = {"action": "true", "next": "b", "on_yes": "done", "on_partial": "b"}
     data["states"]["b"] = {"loop": "child", "on_yes": "done", "route": {"yes": "done"}}
@@ -369,6 +373,7 @@ def test_section_3_3_and_4_inert_keys_warn(
 
 
 def test_section_4_a_loop_state_needs_no_other_transition(tmp_path: Path) -> None:
+    (tmp_path / "child.yaml").write_text(CHILD, encoding="utf-8")
     data = head()
     data["states"]["a"] = {"loop": "child"}
 

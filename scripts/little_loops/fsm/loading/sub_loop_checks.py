@@ -19,7 +19,7 @@ from typing import Any
 
 from little_loops.fsm.errors import LoopError
 from little_loops.fsm.loading.bindings import binding_errors
-from little_loops.fsm.loading.loop_refs import loop_ref_candidates, resolve_loop_ref
+from little_loops.fsm.loading.loop_refs import resolve_loop_ref
 from little_loops.fsm.model.findings import ValidationError
 from little_loops.fsm.model.head_loop import HeadLoop, HeadStateConfig
 from little_loops.fsm.model.head_parts import parameters_from_dict
@@ -47,8 +47,7 @@ def sub_loop_findings(fsm: HeadLoop, path: Path, read: ReadResolved) -> list[Val
         key_path = f"states.{state_name}.loop"
         child = resolve_loop_ref(state.loop, path.parent)
         if child is None:
-            checked = ", ".join(str(p) for p in loop_ref_candidates(state.loop, path.parent))
-            message = f"sub-loop '{state.loop}' not found (checked {checked})"
+            message = f"sub-loop '{state.loop}' not found next to this file or in .loops/"
             findings.append(ValidationError(message, key_path))
             continue
         findings.extend(_binding_findings(state, state_name, child, read))
