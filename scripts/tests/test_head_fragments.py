@@ -281,3 +281,38 @@ def test_section_9c_direct_and_indirect_cycles(tmp_path: Path) -> None:
         "[ERROR] states.fan.loop: sub-loop cycle: nightly -> triage -> nightly"
     ]
     assert errors_of(selfish) == ["[ERROR] states.fan.loop: sub-loop cycle: self -> self"]
+
+
+# --- §5 last bullet: ll-loop fragments <library> ---------------------------------------
+
+
+def test_section_5_fragments_command_lists_names_and_first_description_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fixtures.cli_support import cli_in_process
+
+    monkeypatch.chdir(tmp_path)
+    library = CHECKS_LIBRARY.replace(
+        "description: Shell gate", "description: |\n      Shell gate"
+    ).replace("attempts recorded in a file.", "attempts\n      recorded in a file.")
+    write(tmp_path, ".loops/lib/checks.yaml", library)
+
+    assert cli_in_process(capsys, "fragments", "lib/checks") == (
+        0,
+        ".loops/lib/checks.yaml: 2 fragments\n"
+        "  counted_gate  Shell gate that fails after N attempts\n"
+        "  other\n",
+        "",
+    )
+    assert cli_in_process(capsys, "fragments", "nope.yaml") == (
+        1,
+        "",
+        "[T] Fragment library not found: nope.yaml\n"
+        "  looked in: nope.yaml, .loops/nope.yaml, .loops/nope.yaml.yaml, .loops/nope.yaml.yml\n",
+    )
+    write(tmp_path, "empty.yaml", "- a\n")
+    assert cli_in_process(capsys, "fragments", "empty.yaml") == (
+        0,
+        "empty.yaml: no fragments\n",
+        "",
+    )

@@ -454,3 +454,18 @@ def test_section_1_1_validate_prints_the_head_dialect(
         "[T] gate is valid\n  States: a, done\n  Initial: a\n  Max steps: 7\n  dialect: head\n",
         "[WARNING] description: a loop without a description (list and show print it)\n",
     )
+
+
+# --- §2.5 interpolation in HEAD files ----------------------------------------------
+
+
+def test_section_2_5_head_namespaces_and_run_time_context(tmp_path: Path) -> None:
+    data = with_state(
+        {"action": "echo ${param.x} ${messages} ${context.input:default=a} ${context.k?}"}
+    )
+
+    load_loop(write(tmp_path, data))
+    assert load_errors(tmp_path, with_state({"action": "echo ${nope.x}"})) == [
+        "states.a.action: ${nope.x}: unknown namespace 'nope' (known: context, captured, prev, "
+        "result, state, loop, env, handoff, param, messages)"
+    ]

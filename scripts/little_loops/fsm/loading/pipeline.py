@@ -140,7 +140,7 @@ def _head_loop(data: dict[str, Any], path: Path) -> HeadLoop:
     HEAD model and the checks."""
     data, flow_warnings = expand_flow(resolve_inheritance(data, path, load_loop_mapping), path)
     _require_loop_fields(data, path)
-    data, fragment_findings = expand_fragments(data, path, _read_yaml)
+    data, fragment_findings = expand_fragments(data, path, read_yaml_values)
     findings = [
         *flow_warnings,
         *fragment_findings,
@@ -163,8 +163,9 @@ def read_resolved_mapping(path: Path) -> dict[str, Any]:
     return expand_flow(resolve_inheritance(data, path, load_loop_mapping), path)[0]
 
 
-def _read_yaml(path: Path) -> Any:
-    """A fragment library's values (any YAML; only a mapping's `fragments:` is used)."""
+def read_yaml_values(path: Path) -> Any:
+    """A YAML file's values, read like a loop file (a fragment library is any YAML; only a
+    mapping's `fragments:` is used)."""
     return parse_loop_yaml(read_loop_text(path), str(path))[0]
 
 
