@@ -352,9 +352,13 @@ def test_section_3_1_on_yes_and_on_success_differ(
     ]
 
 
+CHILD = "name: child\ninitial: s\nstates:\n  s: {terminal: true}\n"
+
+
 def test_section_3_3_and_4_inert_keys_warn(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    (tmp_path / "child.yaml").write_text(CHILD, encoding="utf-8")
     data = head()
     data["states"]["a"] = {"action": "true", "next": "b", "on_yes": "done", "on_partial": "b"}
     data["states"]["b"] = {"loop": "child", "on_yes": "done", "route": {"yes": "done"}}
@@ -369,6 +373,7 @@ def test_section_3_3_and_4_inert_keys_warn(
 
 
 def test_section_4_a_loop_state_needs_no_other_transition(tmp_path: Path) -> None:
+    (tmp_path / "child.yaml").write_text(CHILD, encoding="utf-8")
     data = head()
     data["states"]["a"] = {"loop": "child"}
 
@@ -449,3 +454,18 @@ def test_section_1_1_validate_prints_the_head_dialect(
         "[T] gate is valid\n  States: a, done\n  Initial: a\n  Max steps: 7\n  dialect: head\n",
         "[WARNING] description: a loop without a description (list and show print it)\n",
     )
+
+
+# --- §2.5 interpolation in HEAD files ----------------------------------------------
+
+
+def test_section_2_5_head_namespaces_and_run_time_context(tmp_path: Path) -> None:
+    data = with_state(
+        {"action": "echo ${param.x} ${messages} ${context.input:default=a} ${context.k?}"}
+    )
+
+    load_loop(write(tmp_path, data))
+    assert load_errors(tmp_path, with_state({"action": "echo ${nope.x}"})) == [
+        "states.a.action: ${nope.x}: unknown namespace 'nope' (known: context, captured, prev, "
+        "result, state, loop, env, handoff, param, messages)"
+    ]
