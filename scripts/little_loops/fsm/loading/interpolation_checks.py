@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from little_loops.fsm.interpolation import ESCAPED_PATTERN, VARIABLE_PATTERN
-from little_loops.fsm.loading.head_interpolation_checks import head_interpolation_errors
 from little_loops.fsm.model.findings import ValidationError
 from little_loops.fsm.model.head_loop import is_head
 from little_loops.fsm.schema import FSMLoop, StateConfig
@@ -38,8 +37,6 @@ _EVALUATE_TEMPLATES = ("source", "previous", "target", "tolerance", "path", "pat
 
 def interpolation_errors(fsm: FSMLoop) -> list[ValidationError]:
     """Errors for variables in `fsm` that cannot resolve, in state order."""
-    if is_head(fsm):  # its own syntax, and its context is known only at run time
-        return head_interpolation_errors(_templates(fsm))
     errors: list[ValidationError] = []
     for path, template in _templates(fsm):
         problems = (
