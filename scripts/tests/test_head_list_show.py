@@ -277,3 +277,18 @@ def test_section_2_5_show_names_the_fragment_of_a_state() -> None:
     lines = outline_lines(outline(loop))
     states = lines[lines.index("States:") + 1 :]
     assert states[:3] == ["  a", "    fragment: gate", "    action:   echo"]
+
+
+def test_section_2_5_list_resolves_from_before_deciding_runnable(tmp_path: Path) -> None:
+    lib = tmp_path / ".loops" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "template.yaml").write_text(
+        "description: A template.\ncategory: base\nstates:\n  a: {terminal: true}\n"
+    )
+    (tmp_path / ".loops" / "strict.yaml").write_text(
+        "from: lib/template\nname: strict\ninitial: a\n"
+    )
+    (tmp_path / ".loops" / "broken.yaml").write_text("from: nowhere\nname: b\ninitial: a\n")
+    assert listed(tmp_path) == "Available loops:\n  strict  A template.\n"
+    [entry] = json.loads(listed(tmp_path, "--json"))
+    assert (entry["name"], entry["category"]) == ("strict", "base")

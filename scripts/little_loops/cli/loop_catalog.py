@@ -1,10 +1,11 @@
 """The loops `ll-loop list` shows (spec/ll-head-dialect.md §2.5, `ll-loop list` bullet).
 
 `.loops/*.yaml` and `*.yml` at the top are listed as the reference lists them (every file,
-by stem, whatever it holds), except a HEAD-dialect file that is not runnable (a fragment
-library, an abstract `from:` template). Subdirectories (not hidden ones, not `runs/`) add
-their runnable HEAD files, named by their path relative to `.loops/` without the suffix
-(`gates/lint`, which `run` accepts). So a project of legacy loops lists exactly as before.
+by stem, whatever it holds), except a HEAD-dialect file that is not runnable once its
+`from:` is resolved (a fragment library, an abstract template). Subdirectories (not hidden
+ones, not `runs/`) add their runnable HEAD files, named by their path relative to `.loops/`
+without the suffix (`gates/lint`, which `run` accepts). So a project of legacy loops lists
+exactly as before.
 
 A HEAD file also has a category, labels, a visibility and a description; a legacy one lists
 as `public` with none.
@@ -19,6 +20,7 @@ from typing import Any
 
 from little_loops.fsm.errors import LoopError
 from little_loops.fsm.loading.dialect import loop_dialect
+from little_loops.fsm.loading.inheritance import resolve_inheritance
 from little_loops.fsm.loading.pipeline import load_loop_mapping
 from little_loops.fsm.model.head_parts import DIALECT_HEAD, HEAD_VISIBILITIES
 
@@ -98,6 +100,10 @@ def _entry(path: Path, name: str, *, top: bool) -> LoopEntry | None:
         return LoopEntry(name, path) if top else None  # listed as today, run tells why
     if loop_dialect(data) != DIALECT_HEAD:
         return LoopEntry(name, path) if top else None
+    try:
+        data = resolve_inheritance(data, path, load_loop_mapping)
+    except LoopError:
+        return None  # a broken `from:` chain: `validate` says why
     if not runnable(data):
         return None
     return LoopEntry(
@@ -112,10 +118,8 @@ def _entry(path: Path, name: str, *, top: bool) -> LoopEntry | None:
 
 
 def runnable(data: dict[str, Any]) -> bool:
-    """A loop `run` can start: `name`, `initial`, and `states` or `flow` (a `from:` file
-    may inherit them, so it counts unless its parent is known to lack them)."""
-    if data.get("from") is not None:
-        return True
+    """A loop `run` can start (after `from:` is resolved): `name`, `initial`, and `states`
+    or `flow`. Fragment libraries and abstract templates are not."""
     has_states = data.get("states") is not None or data.get("flow") is not None
     return bool(data.get("name")) and bool(data.get("initial")) and has_states
 
