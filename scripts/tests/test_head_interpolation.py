@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.cli_support import run_cli, write_loop
 
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.executor import FSMExecutor
@@ -250,3 +253,48 @@ def test_section_2_5_no_injected_keys_for_legacy() -> None:
     assert evaluated[0]["error"] == (
         "Cannot interpolate action: Path 'max_steps' not found in context"
     )
+
+
+# --- §5's example, loaded from files and run by a real `ll-loop` ------------------------------
+
+CHECKS_LIBRARY = """\
+fragments:
+  counted_gate:
+    description: Shell gate that fails after N attempts recorded in a file.
+    parameters:
+      key:   {type: string, required: true}
+      limit: {type: integer, default: 3}
+    action_type: shell
+    action: |
+      f="${context.run_dir}${param.key}.count"; n=$(( $(cat "$f" 2>/dev/null || echo 0) + 1 ))
+      echo "$n" > "$f"; echo "$n"
+    evaluate: {type: output_numeric, operator: le, target: "${param.limit}"}
+"""
+
+NIGHTLY = """\
+name: nightly-lint
+description: Lint, auto-fix, give up after three attempts.
+initial: lint
+import: [lib/checks.yaml]
+states:
+  lint: {action: "false", on_yes: done, on_no: attempt}
+  attempt:
+    fragment: counted_gate
+    with: {key: lint}
+    on_yes: fix
+    on_no: gave_up
+  fix: {action: "true", next: lint}
+  done: {terminal: true}
+  gave_up: {terminal: true, failure: true}
+"""
+
+
+def test_section_5_counted_gate_example_runs(tmp_path: Path) -> None:
+    (tmp_path / ".loops" / "lib").mkdir(parents=True)
+    (tmp_path / ".loops" / "lib" / "checks.yaml").write_text(CHECKS_LIBRARY)
+    write_loop(tmp_path, "nightly-lint", NIGHTLY)
+    run_cli(tmp_path, "run", "nightly-lint")
+    state = json.loads((tmp_path / ".loops/.running/nightly-lint.state.json").read_text())
+    assert state["current_state"] == "gave_up"
+    run_dir = tmp_path / state["head"]["run_dir"]
+    assert (run_dir / "lint.count").read_text() == "4\n"  # 1, 2, 3 pass; 4 > limit
