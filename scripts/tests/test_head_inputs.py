@@ -17,6 +17,7 @@ from little_loops.fsm.model.head_parts import ParameterSpec
 from little_loops.fsm.model.parameter_types import type_problem
 from little_loops.fsm.persistence import PersistentExecutor, StatePersistence
 from little_loops.fsm.schema import FSMLoop
+from little_loops.fsm.store.run_dir import run_dir_context
 
 DONE = {"terminal": True}
 
@@ -307,3 +308,15 @@ states:
     assert resumed.returncode == 0, resumed.stderr
     assert f"| same {run_dir}\n" in resumed.stdout
     assert len(list((tmp_path / ".loops" / "runs").iterdir())) == 1
+
+
+def test_section_2_5_run_dir_as_context_for_a_driver_without_head_memory(
+    tmp_path: Path,
+) -> None:
+    values = run_dir_context(head_loop(), tmp_path / ".loops")
+    assert list(values) == ["run_dir"]
+    assert values["run_dir"].startswith(f"{tmp_path}/.loops/runs/h-")
+    assert Path(values["run_dir"]).is_dir()
+    assert run_dir_context(head_loop(context={"run_dir": "mine/"}), tmp_path) == {}
+    legacy = FSMLoop.from_dict({"name": "l", "initial": "a", "states": {"a": DONE}})
+    assert run_dir_context(legacy, tmp_path) == {}

@@ -111,6 +111,11 @@ def run_temporal(loop_arg: str, options: RunOptions, *, detach: bool = False) ->
     except UsageError as exc:
         write_error_line(str(exc))
         return USAGE
+    from little_loops.fsm.store.run_dir import run_dir_context
+
+    run_dir = run_dir_context(fsm, LOOPS_DIR)  # HEAD: kept like --context values on resume
+    fsm.context.update(run_dir)
+    kept.update(run_dir)
 
     async def start(runs: LoopRuns) -> int:
         run = runs.run_input(

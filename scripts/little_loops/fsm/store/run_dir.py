@@ -15,7 +15,7 @@ from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.model.head_loop import HeadLoop
 from little_loops.fsm.schema import FSMLoop
 
-__all__ = ["RUNS_DIR", "prepare_run_dir"]
+__all__ = ["RUNS_DIR", "prepare_run_dir", "run_dir_context"]
 
 RUNS_DIR = "runs"
 
@@ -32,3 +32,12 @@ def prepare_run_dir(loop: FSMLoop, memory: HeadMemory, loops_dir: Path) -> None:
 def _run_id(loop_name: str) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return f"{loop_name.replace('/', '-')}-{stamp}-{secrets.token_hex(3)}"
+
+
+def run_dir_context(loop: FSMLoop, loops_dir: Path) -> dict[str, str]:
+    """For a driver that keeps no `HeadMemory` of its own (a Temporal run started from the
+    command line): a new run directory, created, as a context value the run keeps
+    (`{}` for a legacy loop, or one whose context already sets `run_dir`)."""
+    memory = HeadMemory()
+    prepare_run_dir(loop, memory, loops_dir)
+    return {"run_dir": memory.run_dir} if memory.run_dir is not None else {}
