@@ -298,3 +298,17 @@ def test_section_5_counted_gate_example_runs(tmp_path: Path) -> None:
     assert state["current_state"] == "gave_up"
     run_dir = tmp_path / state["head"]["run_dir"]
     assert (run_dir / "lint.count").read_text() == "4\n"  # 1, 2, 3 pass; 4 > limit
+
+
+@pytest.mark.parametrize(
+    ("top", "expected"),
+    [
+        ({}, "50 []"),
+        ({"max_iterations": 4}, "4 [4]"),
+        ({"max_steps": 9, "max_iterations": 2}, "9 [2]"),
+    ],
+)
+def test_section_2_5_injected_caps(top: dict[str, Any], expected: str) -> None:
+    action = "echo ${context.max_steps} [${context.max_iterations?}]"
+    states = {"a": {"action": action, "capture": "c", "next": "done"}, "done": {"terminal": True}}
+    assert FSMExecutor(head_loop(states, **top)).run().captured["c"]["output"] == expected

@@ -103,6 +103,7 @@ def apply_head_caps(loop: HeadLoop, *, max_steps: int | None, max_iterations: in
         loop.max_iterations = max_steps  # where a HEAD loop keeps its step cap
     if max_iterations is None:
         return
+    loop.max_iterations_written = True
     if max_steps is not None or loop.max_steps_written:
         loop.max_passes = max_iterations
     else:

@@ -50,6 +50,8 @@ def injected_context(loop: HeadLoop, memory: HeadMemory) -> dict[str, Any]:
     values: dict[str, Any] = {"max_steps": loop.max_steps}
     if loop.max_passes is not None:
         values["max_iterations"] = loop.max_passes
+    elif loop.max_iterations_written:  # written alone, it is the step cap
+        values["max_iterations"] = loop.max_steps
     values["readiness_threshold"] = _threshold(loop, "readiness", DEFAULT_READINESS_THRESHOLD)
     values["outcome_threshold"] = _threshold(loop, "outcome", DEFAULT_OUTCOME_THRESHOLD)
     values["design_tokens_context"] = ""
