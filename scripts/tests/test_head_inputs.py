@@ -46,6 +46,7 @@ def test_section_2_5_positional_input_goes_to_input_key() -> None:
 def test_section_2_5_positional_json_object_updates_only_known_keys() -> None:
     loop = head_loop(context={"a": "1", "b": "2", "input": ""})
     assert positional_values(loop, '{"a": "x", "zzz": 3}') == {"a": "x"}
+    assert positional_values(loop, '{"a": 5, "b": [true]}') == {"a": "5", "b": "[true]"}
 
 
 def test_section_2_5_precedence_context_over_positional_over_file() -> None:
@@ -320,3 +321,28 @@ def test_section_2_5_run_dir_as_context_for_a_driver_without_head_memory(
     assert run_dir_context(head_loop(context={"run_dir": "mine/"}), tmp_path) == {}
     legacy = FSMLoop.from_dict({"name": "l", "initial": "a", "states": {"a": DONE}})
     assert run_dir_context(legacy, tmp_path) == {}
+
+
+def test_section_2_5_json_input_is_kept_for_resume(tmp_path: Path) -> None:
+    write_loop(
+        tmp_path,
+        "counted",
+        """\
+name: counted
+description: Pauses once.
+context: {n: 1}
+initial: step
+states:
+  step:
+    action: >-
+      if [ -f mark ]; then echo "n=${context.n}"; else touch mark;
+      echo "CONTEXT_HANDOFF: go on"; fi
+    on_yes: done
+    on_no: done
+  done: {terminal: true}
+""",
+    )
+    assert run_cli(tmp_path, "run", "counted", '{"n": 7}').returncode == 3
+    resumed = run_cli(tmp_path, "resume", "counted", "-v")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "| n=7\n" in resumed.stdout

@@ -42,16 +42,23 @@ class RunInputError(LoopError):
 
 def positional_values(loop: HeadLoop, text: str) -> dict[str, Any]:
     """What `ll-loop run <loop> INPUT` sets: `context[input_key]`, or, for a JSON object
-    with at least one key already in the loop's context, those keys only."""
+    with at least one key already in the loop's context, those keys only (values other
+    than strings as JSON text)."""
     try:
         parsed = json.loads(text)
     except ValueError:
         parsed = None
     if isinstance(parsed, dict):
-        known = {key: value for key, value in parsed.items() if key in loop.context}
+        known = {key: _text(value) for key, value in parsed.items() if key in loop.context}
         if known:
             return known
     return {loop.input_key: text}
+
+
+def _text(value: Any) -> str:
+    """A JSON value as the text a run keeps (the state file keeps context values as
+    strings, so a resumed run sees what the first one saw): strings as they are."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def apply_run_inputs(
