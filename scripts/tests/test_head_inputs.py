@@ -245,6 +245,9 @@ def test_section_2_5_run_with_positional_input(tmp_path: Path) -> None:
     done = run_cli(tmp_path, "run", "greet", "world", "-v")
     assert done.returncode == 0, done.stderr
     assert "| hello world x2 none\n" in done.stdout
+    after_flags = run_cli(tmp_path, "run", "greet", "-v", "--max-steps", "3", "flagged")
+    assert "| hello flagged x2 none\n" in after_flags.stdout
+    assert "Max iterations: 3\n" in after_flags.stdout
     again = run_cli(
         tmp_path, "greet", "world", "--context", "who=cli", "--context", "times=5", "-v"
     )

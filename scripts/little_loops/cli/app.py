@@ -627,6 +627,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     """
     try:
         parsed, extra = parser.parse_known_args(argv)
+        extra = _late_run_input(parsed, extra)
         if extra:
             subparser = subcommand_parser(parser, parsed.command)
             subparser.error(f"unrecognized arguments: {' '.join(extra)}")
@@ -636,6 +637,17 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         if code == USAGE and argv and argv[0] in SUBCOMMANDS:
             _hint_shadowed_loop(argv[0])
         return code
+
+
+def _late_run_input(parsed: argparse.Namespace, extra: list[str]) -> list[str]:
+    """`run <loop> -v INPUT`: argparse settles an optional positional at the first
+    positional it meets, so an INPUT after a flag is left over; it is the input."""
+    if getattr(parsed, "command", None) != "run" or parsed.input is not None:
+        return extra
+    if extra and not extra[0].startswith("-"):
+        parsed.input = extra[0]
+        return extra[1:]
+    return extra
 
 
 def _hint_shadowed_loop(word: str) -> None:
