@@ -312,3 +312,16 @@ def test_section_2_5_injected_caps(top: dict[str, Any], expected: str) -> None:
     action = "echo ${context.max_steps} [${context.max_iterations?}]"
     states = {"a": {"action": action, "capture": "c", "next": "done"}, "done": {"terminal": True}}
     assert FSMExecutor(head_loop(states, **top)).run().captured["c"]["output"] == expected
+
+
+def test_section_5_binding_that_cannot_interpolate_ends_the_run_error() -> None:
+    states = {
+        "a": fragment_state("echo ${param.key}", {"key": "${captured.nope.output}"}),
+        "done": {"terminal": True},
+    }
+    result = FSMExecutor(head_loop(states)).run()
+    assert (result.terminated_by, result.error) == (
+        "error",
+        "Fragment 'gate': cannot interpolate its 'with' bindings: "
+        "Path 'nope' not found in captured",
+    )

@@ -42,7 +42,8 @@ _INPUT_HASH_LENGTH = 12
 
 
 class FragmentParameterError(InterpolationError):
-    """A required fragment parameter is not bound: the run ends `error` (§5)."""
+    """A required fragment parameter is not bound, or a binding cannot be interpolated:
+    the run ends `error` (§5)."""
 
 
 def injected_context(loop: HeadLoop, memory: HeadMemory) -> dict[str, Any]:
@@ -81,7 +82,14 @@ def fragment_parameters(
     """
     if not isinstance(state, HeadStateConfig) or state.fragment is None:
         return None
-    bound = interpolate_dict(dict(state.fragment_bindings or {}), ctx)
+    try:
+        bound = interpolate_dict(dict(state.fragment_bindings or {}), ctx)
+    except FragmentParameterError:
+        raise
+    except InterpolationError as exc:
+        raise FragmentParameterError(
+            f"Fragment '{state.fragment}': cannot interpolate its 'with' bindings: {exc}"
+        ) from None
     for name, spec in (state.fragment_parameters or {}).items():
         if name in bound:
             continue
