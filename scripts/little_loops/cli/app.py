@@ -48,6 +48,7 @@ SUBCOMMANDS = (
     "history",
     "show",
     "schema",
+    "fragments",
     "watch",
     "worker",
 )
@@ -55,6 +56,7 @@ SUBCOMMANDS = (
 _RUN_SHORT_FLAGS = ("-n", "-b", "-q", "-v")
 _RUN_LONG_FLAGS = (
     "--max-iterations",
+    "--max-steps",
     "--no-llm",
     "--llm-model",
     "--dry-run",
@@ -142,7 +144,17 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("loop", help="loop name (.loops/<name>.yaml) or path to a loop file")
     _add_engine_option(parser)
     parser.add_argument(
-        "-n", "--max-iterations", type=_at_least_one, help="override max_iterations (>= 1)"
+        "-n",
+        "--max-iterations",
+        type=_at_least_one,
+        help="override max_iterations (>= 1); little-loops HEAD files: their max_iterations "
+        "(the step cap, or the pass cap when max_steps is set)",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=_at_least_one,
+        metavar="N",
+        help="override the step cap (>= 1): max_steps of a HEAD file, max_iterations otherwise",
     )
     # `--max N` meant `--max-iterations N` before `--max-cost` existed (an abbreviation);
     # an exact option keeps it meaning that instead of becoming ambiguous.
@@ -202,6 +214,13 @@ def _add_running_commands(sub: Subparsers) -> None:
     """`run` and `resume`: they run the loop, so they share flags and the exit-code table."""
     run = _documented_parser(sub, "run", "run a loop")
     _add_run_options(run)
+    run.add_argument(
+        "input",
+        nargs="?",
+        metavar="INPUT",
+        help="little-loops HEAD files: the value of the loop's input_key (default "
+        "${context.input}); a JSON object sets the keys it shares with the loop's context",
+    )
     run.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     run.add_argument("-b", "--background", action="store_true", help="run detached, log to file")
     run.add_argument(
@@ -289,8 +308,27 @@ def _add_file_commands(sub: Subparsers) -> None:
         help="list unfinished runs (running, paused, interrupted, stalled)",
     )
     list_parser.add_argument("--json", action="store_true", help="print JSON")
+    _add_list_filters(list_parser)
     _add_engine_option(list_parser)
     _add_show_commands(sub)
+
+
+def _add_list_filters(parser: argparse.ArgumentParser) -> None:
+    """Filters of HEAD loops' metadata (a legacy loop is public, with no category or label)."""
+    parser.add_argument(
+        "--visibility",
+        choices=("public", "internal", "example", "all"),
+        help="only loops of this visibility (default: public, and a count of the others)",
+    )
+    parser.add_argument("--all", action="store_true", help="every visibility (= --visibility all)")
+    parser.add_argument("--category", metavar="C", help="only loops of category C")
+    parser.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="L",
+        help="only loops with label L (repeatable: any of them; case-insensitive)",
+    )
 
 
 def _add_show_commands(sub: Subparsers) -> None:
@@ -306,6 +344,9 @@ def _add_show_commands(sub: Subparsers) -> None:
     )
     show.add_argument("--json", action="store_true", help="print JSON")
     sub.add_parser("schema", help="print the JSON Schema of loop files (for editors)")
+    sub.add_parser(
+        "fragments", help="list the fragments of a fragment library (name, first description line)"
+    ).add_argument("library", help="library file (a path, or a name under .loops/)")
 
 
 def _add_state_commands(sub: Subparsers) -> None:
@@ -390,6 +431,8 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         max_cost=args.max_cost,
         context=tuple(getattr(args, "context", None) or ()),
         notify=args.notify,
+        max_steps=args.max_steps,
+        input=getattr(args, "input", None),
     )
 
 
@@ -468,7 +511,11 @@ def _list(a: argparse.Namespace) -> int:
         return list_running_temporal(as_json=a.json)
     if a.running:
         _check_running_dir()
-    return list_command(running=a.running, as_json=a.json)
+    from little_loops.cli.cmd_inspect import ListFilter
+
+    visibility = "all" if a.all else a.visibility
+    only = ListFilter(visibility=visibility, category=a.category, labels=tuple(a.label))
+    return list_command(running=a.running, as_json=a.json, only=only)
 
 
 def _status(a: argparse.Namespace) -> int:
@@ -530,6 +577,12 @@ def _schema(a: argparse.Namespace) -> int:
     return schema_command()
 
 
+def _fragments(a: argparse.Namespace) -> int:
+    from little_loops.cli.cmd_fragments import fragments_command
+
+    return fragments_command(a.library)
+
+
 def _worker(a: argparse.Namespace) -> int:
     from little_loops.cli.temporal_engine import worker_command
 
@@ -561,6 +614,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "history": _history,
     "show": _show,
     "schema": _schema,
+    "fragments": _fragments,
     "watch": _watch,
     "worker": _worker,
 }
@@ -573,6 +627,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     """
     try:
         parsed, extra = parser.parse_known_args(argv)
+        extra = _late_run_input(parsed, extra)
         if extra:
             subparser = subcommand_parser(parser, parsed.command)
             subparser.error(f"unrecognized arguments: {' '.join(extra)}")
@@ -582,6 +637,17 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         if code == USAGE and argv and argv[0] in SUBCOMMANDS:
             _hint_shadowed_loop(argv[0])
         return code
+
+
+def _late_run_input(parsed: argparse.Namespace, extra: list[str]) -> list[str]:
+    """`run <loop> -v INPUT`: argparse settles an optional positional at the first
+    positional it meets, so an INPUT after a flag is left over; it is the input."""
+    if getattr(parsed, "command", None) != "run" or parsed.input is not None:
+        return extra
+    if extra and not extra[0].startswith("-"):
+        parsed.input = extra[0]
+        return extra[1:]
+    return extra
 
 
 def _hint_shadowed_loop(word: str) -> None:

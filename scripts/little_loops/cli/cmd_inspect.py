@@ -4,16 +4,17 @@ None of them creates a file."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from little_loops.cli import orphans
 from little_loops.cli.error_list import error_lines
 from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.liveness import Owner, describe_status, owner_of, process_alive
+from little_loops.cli.loop_catalog import LoopEntry, catalog
 from little_loops.cli.output import Logger, write_line
-from little_loops.cli.resolve import LOOP_SUFFIXES, LOOPS_DIR, loop_name_for
+from little_loops.cli.resolve import LOOPS_DIR, loop_name_for
 from little_loops.cli.spending_text import spending_line
 from little_loops.fsm.engine.spending import format_cost
 from little_loops.fsm.errors import StateFileError
@@ -38,29 +39,63 @@ def _state_json(state: LoopState) -> dict[str, Any]:
 # --- list ------------------------------------------------------------------------------
 
 
-def list_command(*, running: bool = False, as_json: bool = False) -> int:
+@dataclass(frozen=True)
+class ListFilter:
+    """`list` flags: which visibilities (None: `public`, the rest counted as hidden),
+    a category, labels (any of them, case-insensitive)."""
+
+    visibility: str | None = None
+    category: str | None = None
+    labels: tuple[str, ...] = ()
+
+    def shows(self, entry: LoopEntry) -> bool:
+        if self.visibility not in (None, "all") and entry.visibility != self.visibility:
+            return False
+        if self.category is not None and entry.category != self.category:
+            return False
+        wanted = {label.lower() for label in self.labels}
+        return not wanted or bool(wanted & {label.lower() for label in entry.labels})
+
+    def hides(self, entry: LoopEntry) -> bool:
+        """Hidden by the default view only (not by a filter the user gave)."""
+        return self.visibility is None and entry.visibility != "public"
+
+
+def list_command(
+    *, running: bool = False, as_json: bool = False, only: ListFilter | None = None
+) -> int:
     """`ll-loop list`: loop files in `.loops/`, or (`--running`) unfinished runs."""
     if running:
         return _list_running(as_json)
     if not LOOPS_DIR.is_dir():
         write_line("[]" if as_json else "No .loops/ directory found")
         return OK
-    files = sorted(
-        (path for path in LOOPS_DIR.iterdir() if path.suffix in LOOP_SUFFIXES and path.is_file()),
-        key=lambda path: (path.stem, path.name),
-    )
-    stems: dict[str, Path] = {}
-    for path in files:
-        stems.setdefault(path.stem, path)
+    only = only or ListFilter()
+    matching = [entry for entry in catalog(LOOPS_DIR) if only.shows(entry)]
+    shown = [entry for entry in matching if not only.hides(entry)]
     if as_json:
-        write_line(json.dumps([{"loop": stem, "path": str(path)} for stem, path in stems.items()]))
-    elif not stems:
+        write_line(json.dumps([entry.to_json() for entry in shown]))
+    elif not shown:
         write_line("No loops defined")
     else:
         write_line("Available loops:")
-        for stem in stems:
-            write_line(f"  {stem}")
+        for line in _loop_lines(shown):
+            write_line(line)
+    hidden = len(matching) - len(shown)
+    if hidden and not as_json:
+        write_line(f"({hidden} hidden: internal or example; show them with --all)")
     return OK
+
+
+def _loop_lines(entries: list[LoopEntry]) -> list[str]:
+    """`  name` as today; a HEAD loop's description follows, names aligned."""
+    width = max(len(entry.name) for entry in entries)
+    return [
+        f"  {entry.name.ljust(width)}  {entry.description}"
+        if entry.description
+        else f"  {entry.name}"
+        for entry in entries
+    ]
 
 
 def _list_running(as_json: bool) -> int:

@@ -14,12 +14,14 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from little_loops.cli.background import log_path_for, refuse_unresumable, start_detached
 from little_loops.cli.context_option import saved_context_overrides
 from little_loops.cli.display import ProgressDisplay
-from little_loops.cli.exit_codes import FAILED, OK
+from little_loops.cli.exit_codes import FAILED, OK, USAGE
 from little_loops.cli.live_line import ticking
+from little_loops.cli.loop_inputs import apply_run_inputs, legacy_input_refusal
 from little_loops.cli.orphans import stop_orphans, stopped_line
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.plan import plan_lines
@@ -29,6 +31,7 @@ from little_loops.cli.run_report import report_run
 from little_loops.cli.signals import shutdown_on_signals
 from little_loops.fsm.errors import RunFilesError
 from little_loops.fsm.executor import ExecutionResult
+from little_loops.fsm.model.head_loop import HeadLoop
 from little_loops.fsm.persistence import (
     RUNNING_DIR,
     ArchivedRun,
@@ -39,6 +42,11 @@ from little_loops.fsm.persistence import (
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.store.locking import LoopLock, acquire_loop_lock
 from little_loops.fsm.store.run_history import UNFINISHED_STATUSES
+
+
+class UsageError(Exception):
+    """A command line that cannot run this loop: one line, exit 2."""
+
 
 HANDOFF_LOCK_WAIT_SECONDS = 15.0
 """How long `resume` of a handed-off loop waits for the spawning run to let go of it."""
@@ -61,11 +69,18 @@ class RunOptions:
     context: tuple[tuple[str, str], ...] = ()
     # `--notify CMD`: replaces the loop's `notify` for this run ("": none).
     notify: str | None = None
+    # HEAD files: `--max-steps N` (the step cap) and `run <loop> INPUT` (positional input).
+    max_steps: int | None = None
+    input: str | None = None
 
 
 def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
     """Replace the loop's limit and LLM settings for this run only (never the file)."""
-    if options.max_iterations is not None:
+    if isinstance(fsm, HeadLoop):
+        apply_head_caps(fsm, max_steps=options.max_steps, max_iterations=options.max_iterations)
+    elif options.max_steps is not None:  # a legacy loop's step cap is `max_iterations`
+        fsm.max_iterations = options.max_steps
+    if options.max_iterations is not None and not isinstance(fsm, HeadLoop):
         fsm.max_iterations = options.max_iterations
     if options.max_continuations is not None:
         fsm.max_continuations = options.max_continuations
@@ -81,6 +96,31 @@ def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
         fsm.notify = options.notify or None
 
 
+def apply_head_caps(loop: HeadLoop, *, max_steps: int | None, max_iterations: int | None) -> None:
+    """`--max-steps N` sets HEAD's step cap; `-n N` is HEAD's `max_iterations`: the step cap
+    when no `max_steps` is set (file or flag), else the cap on passes (§2.5, §7.4)."""
+    if max_steps is not None:
+        loop.max_iterations = max_steps  # where a HEAD loop keeps its step cap
+    if max_iterations is None:
+        return
+    loop.max_iterations_written = True
+    if max_steps is not None or loop.max_steps_written:
+        loop.max_passes = max_iterations
+    else:
+        loop.max_iterations = max_iterations
+
+
+def load_for_run(loop_arg: str, options: RunOptions) -> tuple[Path, FSMLoop, dict[str, Any]]:
+    """The loop to run with this run's overrides and inputs, and the context values the
+    run keeps for `resume` (`--context`, and a HEAD file's positional input)."""
+    path, fsm = load_resolved(loop_arg, context_overrides=dict(options.context))
+    if options.input is not None and not isinstance(fsm, HeadLoop):
+        raise UsageError(legacy_input_refusal(loop_arg, options.input))
+    apply_overrides(fsm, options)
+    kept = apply_run_inputs(fsm, positional=options.input, given=dict(options.context))
+    return path, fsm, kept
+
+
 def run_command(
     loop_arg: str,
     options: RunOptions,
@@ -90,8 +130,11 @@ def run_command(
     follow: bool = False,
 ) -> int:
     """`ll-loop run <loop>`: plan, detach (and `follow`), or run in the foreground."""
-    path, fsm = load_resolved(loop_arg, context_overrides=dict(options.context))
-    apply_overrides(fsm, options)
+    try:
+        path, fsm, kept = load_for_run(loop_arg, options)
+    except UsageError as exc:
+        write_error_line(str(exc))
+        return USAGE
     if dry_run:
         for line in plan_lines(fsm):
             write_line(line)
@@ -107,7 +150,7 @@ def run_command(
             "",
         ]
         executor = _executor(fsm, display, lock, StatePersistence(fsm.name, LOOPS_DIR))
-        executor.context_overrides = dict(options.context)
+        executor.context_overrides = kept
         executor.budget_override = options.max_cost
         executor.notify_override = options.notify
         _say_if_unfinished(executor.archive_previous(), loop_arg)
@@ -152,8 +195,10 @@ def resume_command(
     `from_history`: first bring back the newest unfinished run a later `run` archived.
     `background`: detach, as `run --background` does (and `follow` it).
     """
-    path, fsm = load_resolved(loop_arg, context_overrides=saved_context_overrides(loop_arg))
+    saved_context = saved_context_overrides(loop_arg)
+    path, fsm = load_resolved(loop_arg, context_overrides=saved_context)
     apply_overrides(fsm, options)
+    apply_run_inputs(fsm, positional=None, given=saved_context)  # HEAD: parameters again
     persistence = StatePersistence(fsm.name, LOOPS_DIR)
     if background:
         if not from_history:  # else the run to resume is still in .loops/.history/
@@ -280,6 +325,10 @@ def _start_background(
     loop_arg: str = "",
 ) -> int:
     args = [str(path)]
+    if options.input is not None:
+        args.append(options.input)
+    if options.max_steps is not None:
+        args += ["--max-steps", str(options.max_steps)]
     if from_history:
         args.append("--from-history")
     if options.max_iterations is not None:

@@ -9,7 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from little_loops.cli.diagram import RunMarks
+from little_loops.cli.head_outline import (
+    head_lines,
+    head_outline,
+    head_state_lines,
+    head_state_outline,
+)
 from little_loops.cli.loop_graph import state_routes
+from little_loops.fsm.model.head_loop import HeadLoop
 from little_loops.fsm.persistence import LoopState
 from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop, StateConfig
 
@@ -29,8 +36,9 @@ def first_line(action: str | None) -> str | None:
 def outline(
     fsm: FSMLoop, run: LoopState | None = None, marks: RunMarks | None = None
 ) -> dict[str, Any]:
-    """Name, paradigm, limits, guards, handoff, states and (when there is one) the run."""
-    return {
+    """Name, paradigm, limits, guards, handoff, states and (when there is one) the run;
+    a HEAD loop's also has `head` (`head_outline`)."""
+    view = {
         "name": fsm.name,
         "paradigm": fsm.paradigm,
         "initial": fsm.initial,
@@ -53,6 +61,9 @@ def outline(
         "states": [_state_outline(name, state) for name, state in fsm.states.items()],
         "run": _run_outline(run, marks) if run is not None else None,
     }
+    if isinstance(fsm, HeadLoop):
+        view["head"] = head_outline(fsm)
+    return view
 
 
 def _state_outline(name: str, state: StateConfig) -> dict[str, Any]:
@@ -63,6 +74,7 @@ def _state_outline(name: str, state: StateConfig) -> dict[str, Any]:
         "evaluator": state.evaluate.type if state.evaluate is not None else None,
         "routes": [{"on": label, "to": target} for label, target in state_routes(name, state)],
         "max_visits": state.max_visits,
+        **head_state_outline(state),
     }
 
 
@@ -83,6 +95,8 @@ def outline_lines(view: dict[str, Any]) -> list[str]:
     """The text `ll-loop show` prints for an `outline` mapping."""
     limits, guards, handoff = view["limits"], view["guards"], view["handoff"]
     lines = [f"Loop: {view['name']}"]
+    if "head" in view:
+        lines += head_lines(view["head"])
     if view["paradigm"]:
         lines.append(f"Paradigm: {view['paradigm']}")
     lines.append(f"Initial state: {view['initial']}")
@@ -137,7 +151,7 @@ def _state_lines(state: dict[str, Any], visits: dict[str, int], *, current: bool
         head += f" (entered {visits[state['name']]}x)"
     if current:
         head += "  <- current"
-    lines = [head]
+    lines = [head, *head_state_lines(state)]
     if state["action"] is not None:
         lines.append(f"    action:   {state['action']}")
     if state["evaluator"] is not None:

@@ -24,8 +24,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from little_loops.cli.exit_codes import FAILED, INTERRUPTED, OK
-from little_loops.cli.output import Logger, write_line
+from little_loops.cli.exit_codes import FAILED, INTERRUPTED, OK, USAGE
+from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved, loop_name_for
 from little_loops.fsm.errors import LoopError
 from little_loops.fsm.store.state_files import RUNNING_DIR
@@ -104,16 +104,24 @@ def _run_async(make: Callable[[LoopRuns], Awaitable[T]]) -> T:
 def run_temporal(loop_arg: str, options: RunOptions, *, detach: bool = False) -> int:
     """`ll-loop run --engine temporal <loop>`: start the workflow; follow it unless
     `detach`."""
-    from little_loops.cli.cmd_run import apply_overrides
+    from little_loops.cli.cmd_run import UsageError, load_for_run
 
-    _, fsm = load_resolved(loop_arg, context_overrides=dict(options.context))
-    apply_overrides(fsm, options)
+    try:
+        _, fsm, kept = load_for_run(loop_arg, options)  # with a HEAD file's inputs
+    except UsageError as exc:
+        write_error_line(str(exc))
+        return USAGE
+    from little_loops.fsm.store.run_dir import run_dir_context
+
+    run_dir = run_dir_context(fsm, LOOPS_DIR)  # HEAD: kept like --context values on resume
+    fsm.context.update(run_dir)
+    kept.update(run_dir)
 
     async def start(runs: LoopRuns) -> int:
         run = runs.run_input(
             fsm,
             os.environ,
-            context_overrides=dict(options.context),
+            context_overrides=kept,
             budget_override=options.max_cost,
             notify_override=options.notify,
         )

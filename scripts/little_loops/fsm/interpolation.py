@@ -8,6 +8,10 @@ Namespaces: `context`, `captured`, `prev`, `result` (nested dict lookups), `stat
 `loop`, `env`, and our addition `handoff` (the continuation prompt of a resumed run).
 `$${` writes a literal `${`. Expansion is a single pass: a resolved value that itself
 contains `${...}` stays literal.
+
+A HEAD-dialect run (`InterpolationContext.head`, filled only by such a run) also reads
+the modifiers `:default=TEXT`, `?` and `:shell` (`model.head_templates`) and the
+namespaces `param` (a fragment's parameters) and `messages`; a legacy run never does.
 """
 
 from __future__ import annotations
@@ -17,6 +21,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from little_loops.fsm.model.head_templates import (
+    MESSAGES,
+    HeadVariable,
+    HeadVariableError,
+    messages_property,
+    parse_head_variable,
+    render,
+)
 
 VARIABLE_PATTERN = re.compile(r"\$\{([^}]+)\}")
 ESCAPED_PATTERN = re.compile(r"\$\$\{")
@@ -48,6 +61,12 @@ class InterpolationContext:
     handoff: dict[str, Any] | None = None
     # Addition: what `${env.X}` reads (the engine's injected environment); None: os.environ.
     env: Mapping[str, str] | None = None
+    # HEAD dialect only (a legacy run leaves them unset): the modifiers and namespaces of
+    # spec/ll-head-dialect.md §2.5, `${param.*}` of a state built from a fragment (None:
+    # not such a state) and the texts `${messages}` joins.
+    head: bool = False
+    param: dict[str, Any] | None = None
+    messages: list[str] | None = None
 
     def resolve(self, namespace: str, path: str) -> Any:
         """Return the value of `${namespace.path}`; raise `InterpolationError` if unknown."""
@@ -69,6 +88,8 @@ class InterpolationContext:
             return _environment_variable(path, self.env)
         if namespace == "handoff":
             return self._handoff_property(path)
+        if self.head and namespace in ("param", MESSAGES):
+            return self._head_namespace(namespace, path)
         raise InterpolationError(f"Unknown namespace: {namespace}")
 
     def _state_property(self, key: str) -> Any:
@@ -89,6 +110,19 @@ class InterpolationContext:
         if key == "elapsed":
             return format_elapsed(self.elapsed_ms)
         raise InterpolationError(f"Unknown loop property: {key}")
+
+    def _head_namespace(self, namespace: str, path: str) -> Any:
+        if namespace == MESSAGES:
+            text = messages_property(self.messages or [], path)
+            if text is None:
+                raise InterpolationError(f"Unknown messages property: {path}")
+            return text
+        if self.param is None:
+            raise InterpolationError(
+                "No fragment parameters: ${param.*} is only available in a state built "
+                "from a fragment"
+            )
+        return _lookup(self.param, path, "param")
 
     def _handoff_property(self, key: str) -> Any:
         # Defaults keep `${handoff.prompt}` usable in actions of runs that never handed off.
@@ -140,6 +174,8 @@ def interpolate(template: str, ctx: InterpolationContext) -> str:
     """Expand every `${namespace.path}` in `template`; the first failure aborts the call."""
 
     def replace(match: re.Match[str]) -> str:
+        if ctx.head:
+            return _head_text(match.group(1), ctx)
         value = ctx.resolve(*split_variable(match.group(1)))
         return "" if value is None else str(value)
 
@@ -157,7 +193,31 @@ def resolve_template(template: str, ctx: InterpolationContext) -> Any:
     whole = VARIABLE_PATTERN.fullmatch(template)
     if whole is None:
         return interpolate(template, ctx)
+    if ctx.head:
+        variable = _head_variable(whole.group(1))
+        if not variable.plain:
+            return _head_text(whole.group(1), ctx)
+        return ctx.resolve(variable.namespace, variable.path)
     return ctx.resolve(*split_variable(whole.group(1)))
+
+
+def _head_variable(inside: str) -> HeadVariable:
+    try:
+        return parse_head_variable(inside)
+    except HeadVariableError as exc:
+        raise InterpolationError(str(exc)) from None
+
+
+def _head_text(inside: str, ctx: InterpolationContext) -> str:
+    """The text of one HEAD variable: a missing value falls back when a modifier says so."""
+    variable = _head_variable(inside)
+    try:
+        value = ctx.resolve(variable.namespace, variable.path)
+    except InterpolationError:
+        if variable.fallback is None:
+            raise
+        return variable.fallback
+    return render(variable, value)
 
 
 def interpolate_dict(obj: dict[str, Any], ctx: InterpolationContext) -> dict[str, Any]:

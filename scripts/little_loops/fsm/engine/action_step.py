@@ -15,9 +15,11 @@ from typing import Any, Protocol, cast
 
 from little_loops.fsm.engine.context import ActionRunner, StepContext
 from little_loops.fsm.engine.guards import stderr_tail
+from little_loops.fsm.engine.head_capture import head_capture
 from little_loops.fsm.engine.requests import RunAction
 from little_loops.fsm.engine.step_result import Step, error_step, log_key
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
+from little_loops.fsm.model.head_loop import is_head
 from little_loops.fsm.process.output_files import action_log_name, retry_log_path
 from little_loops.fsm.process.runner import ActionResult, is_slash_command
 from little_loops.fsm.schema import StateConfig
@@ -105,7 +107,10 @@ def complete_action(
         scan.feed_text(result.output)
     sc.emit("action_complete", **completed_keys(result))
     if state.capture:
-        sc.cursor.captured[state.capture] = _capture(result)
+        head = is_head(sc.fsm)
+        sc.cursor.captured[state.capture] = (
+            head_capture(state, result) if head else _capture(result)
+        )
     step = Step(action=result, slash=request.slash, signal=_acted_on(sc, scan))
     limit = state.timeout or DEFAULT_ACTION_TIMEOUT
     step.cut_by_loop_timeout = result.timed_out and request.timeout < limit

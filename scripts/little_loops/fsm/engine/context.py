@@ -15,11 +15,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from little_loops.fsm.engine.head_context import fill_head_fields
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.handoff_handler import HandoffHandler
 from little_loops.fsm.interpolation import InterpolationContext
+from little_loops.fsm.model.head_loop import HeadLoop
 from little_loops.fsm.process.checkpoint import CheckpointResult
 from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import FSMLoop
@@ -121,9 +123,14 @@ class StepContext:
     log_dir: Path | None = None
 
     def interpolation(self) -> InterpolationContext:
-        """What `${...}` in this state's templates sees, as of now."""
+        """What `${...}` in this state's templates sees, as of now.
+
+        A HEAD loop's also has its injected context keys, `${messages}` and the state's
+        `${param.*}` (`head_context`; raises `FragmentParameterError` for an unbound
+        required parameter).
+        """
         cursor = self.cursor
-        return InterpolationContext(
+        ctx = InterpolationContext(
             context=self.fsm.context,
             captured=cursor.captured,
             prev=cursor.prev_result,
@@ -136,6 +143,10 @@ class StepContext:
             handoff=cursor.handoff_context,
             env=self.env,
         )
+        if isinstance(self.fsm, HeadLoop):
+            state = self.fsm.states.get(cursor.current_state)
+            return fill_head_fields(ctx, self.fsm, cursor.head, state)
+        return ctx
 
 
 def iso_time(seconds: float) -> str:

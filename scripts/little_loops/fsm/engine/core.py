@@ -34,6 +34,7 @@ from little_loops.fsm.engine.evaluation_step import (
     needs_judgement,
 )
 from little_loops.fsm.engine.handoff_flow import handle_handoff
+from little_loops.fsm.engine.head_context import FragmentParameterError
 from little_loops.fsm.engine.limit_policy import (
     LimitBackoff,
     LimitGiveUp,
@@ -244,7 +245,10 @@ class RunCore:
 
     def _run_state(self, sc: StepContext, state: StateConfig) -> _Sub:
         """Execute one state; return how the run ends when it ends here."""
-        ctx = sc.interpolation()
+        try:
+            ctx = sc.interpolation()
+        except FragmentParameterError as exc:  # HEAD §5: an unbound required parameter
+            return Ending("error", str(exc))
         step = Step()
         if state.action:
             acted = yield from self._act(sc, state, ctx)

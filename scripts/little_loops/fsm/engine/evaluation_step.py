@@ -13,10 +13,12 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from little_loops.fsm.engine.context import StepContext
+from little_loops.fsm.engine.head_capture import note_head_evaluation
 from little_loops.fsm.engine.step_result import Step, full_output_log, log_key
 from little_loops.fsm.evaluators import evaluate, evaluate_exit_code, evaluate_llm_structured
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.judging.host_io import needs_host_io
+from little_loops.fsm.model.head_loop import is_head
 from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import LLMConfig, StateConfig
 
@@ -66,6 +68,8 @@ def evaluate_step(
         if state.evaluate is None and step.action is None:
             cursor.prev_result = prev_result_of(step, cursor.current_state)
             step.verdict = "success"  # a decision state with nothing to judge
+            if is_head(sc.fsm):
+                note_head_evaluation(cursor.captured, cursor.prev_result, state, step)
             return step
         if judgement is None:
             judgement = judge(state, ctx, step, sc.fsm.llm)
@@ -73,6 +77,9 @@ def evaluate_step(
     if not state.next:
         cursor.prev_result = prev_result_of(step, cursor.current_state)
     cursor.last_result = {"verdict": step.verdict, "details": step.details}
+    if is_head(sc.fsm):  # HEAD §2.5: the capture's verdict, prev.timeout_kind
+        prev = None if state.next else cursor.prev_result
+        note_head_evaluation(cursor.captured, prev, state, step)
     details = {k: v for k, v in step.details.items() if k not in _RESERVED_EVENT_KEYS}
     kind = state.evaluate.type if state.evaluate else "default"
     sc.emit("evaluate", type=kind, verdict=step.verdict, **details)

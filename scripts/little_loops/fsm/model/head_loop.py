@@ -318,6 +318,10 @@ class HeadLoop(FSMLoop):
     session_mode: str | None = None
     circuit: CircuitConfig | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    # Whether the file wrote `max_steps`: then `-n/--max-iterations` caps passes (§2.5);
+    # whether `max_iterations` is set (file or `-n`): then it is an injected context key.
+    max_steps_written: bool = False
+    max_iterations_written: bool = False
 
     @property
     def max_steps(self) -> int:
@@ -390,6 +394,8 @@ class HeadLoop(FSMLoop):
             singleton=bool(data.get("singleton", False)),
             circuit=CircuitConfig.from_dict(data.get("circuit") or {}),
             config=dict(data.get("config") or {}),
+            max_steps_written="max_steps" in data,
+            max_iterations_written="max_iterations" in data,
             **_written(data, _LOOP_KEYS),
         )
 

@@ -35,6 +35,7 @@ from little_loops.fsm.signal_detector import SignalDetector
 from little_loops.fsm.store.log_retention import LogRetention
 from little_loops.fsm.store.notifier import RunNotifier, notify_log_path, run_notifier
 from little_loops.fsm.store.orphaned_actions import OrphanedActionError, stop_orphans
+from little_loops.fsm.store.run_dir import prepare_run_dir
 from little_loops.fsm.store.run_history import (
     LIVE_STATUSES,
     UNFINISHED_STATUSES,
@@ -481,6 +482,8 @@ class PersistentExecutor:
             return self._run_and_save_events()
 
     def _run_and_save_events(self) -> ExecutionResult:
+        with self._files_guard():  # a HEAD run's `${context.run_dir}`, before any state
+            prepare_run_dir(self.fsm, self._executor.cursor.head, self.persistence.loops_dir)
         try:
             result = self._executor.run()
         except BaseException as exc:
