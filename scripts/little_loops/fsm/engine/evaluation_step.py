@@ -16,7 +16,7 @@ from little_loops.fsm.engine.context import StepContext
 from little_loops.fsm.engine.head_judging import (
     head_judge,
     head_needs_host_io,
-    nothing_to_judge,
+    runs_nothing,
     settle,
 )
 from little_loops.fsm.engine.step_result import Step, full_output_log, log_key
@@ -69,14 +69,15 @@ def evaluate_step(
     judge here.
     """
     cursor = sc.cursor
+    if step.verdict is None and isinstance(state, HeadStateConfig) and not state.next:
+        step = runs_nothing(state, step)
     if step.verdict is None:
         if state.next:
             return step  # `next` states are not evaluated
         if state.evaluate is None and step.action is None:
             cursor.prev_result = prev_result_of(step, cursor.current_state)
-            step.verdict = "success"  # a decision state with nothing to judge
-            if isinstance(state, HeadStateConfig):
-                step.verdict, step.details = nothing_to_judge(state)
+            # A decision state with nothing to judge (HEAD names it `yes`).
+            step.verdict = "yes" if isinstance(state, HeadStateConfig) else "success"
             return step
         if judgement is None:
             judgement = judge(state, ctx, step, sc.fsm.llm)

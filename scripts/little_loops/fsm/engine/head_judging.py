@@ -5,7 +5,7 @@
   action is read by `mcp_result`, any other by its exit code; named `yes`/`no`.
 - With `evaluate`: `judging.head_evaluate.evaluate_head`.
 - A state with neither action nor `evaluate` is `yes`; `type: learning` with `learning:`
-  runs nothing and is `blocked` (when routed) or `no`.
+  runs nothing and is `blocked` (when routed) or `no`; `contract` runs nothing: `error`.
 - Stall evaluators keep their memory in the run's `HeadMemory.evaluator_memory[state]`
   (§9h): `settle` applies what a round observed to it, in the run core.
 """
@@ -16,6 +16,7 @@ from typing import Any
 
 from little_loops.fsm.engine.head_actions import no_run_verdict
 from little_loops.fsm.engine.head_memory import HeadMemory
+from little_loops.fsm.engine.step_result import Step
 from little_loops.fsm.evaluators import EvaluationResult, evaluate_exit_code
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.judging.head_evaluate import (
@@ -36,7 +37,7 @@ __all__ = [
     "head_config",
     "head_judge",
     "head_needs_host_io",
-    "nothing_to_judge",
+    "runs_nothing",
     "settle",
 ]
 
@@ -62,9 +63,13 @@ def head_needs_host_io(
     return needs_host_io(config, truncated, llm_by_default=slash and llm.enabled)
 
 
-def nothing_to_judge(state: HeadStateConfig) -> tuple[str, dict[str, Any]]:
-    """The verdict of a state without action and `evaluate` (`learning`: not proven)."""
-    return no_run_verdict(state) or ("yes", {})
+def runs_nothing(state: HeadStateConfig, step: Step) -> Step:
+    """`step` with its verdict when the state runs nothing (`type: learning` with
+    `learning:`, `contract`): judged so without an action or evaluator."""
+    fixed = no_run_verdict(state)
+    if fixed is not None:
+        step.verdict, step.details = fixed[0], dict(fixed[1])
+    return step
 
 
 def head_judge(

@@ -37,8 +37,9 @@ def git_diff_stat(scope: list[str] | None) -> str:
     except subprocess.TimeoutExpired as exc:
         raise StallReadError(f"git diff --stat took over {GIT_TIMEOUT_SECONDS}s") from exc
     if done.returncode != 0:
-        reason = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
-        raise StallReadError(f"git diff --stat failed: {reason[0]}")
+        said = done.stderr.strip().splitlines()  # git's first line says why (usage follows)
+        reason = said[0] if said else f"exit code {done.returncode}"
+        raise StallReadError(f"git diff --stat failed: {reason}")
     return done.stdout
 
 
