@@ -140,7 +140,8 @@ def leave_summary(
     after a handoff: the next session starts from the handoff's prompt)."""
     continues = _session_mode(fsm, state) == "continue"
     if continues and result.exit_code == 0 and not handed_off and result.output.strip():
-        head.session_summary = result.output[-SUMMARY_CHARS:]
+        # Its final answer text (claude's result), its last characters when long.
+        head.session_summary = result.output.rstrip()[-SUMMARY_CHARS:]
 
 
 def complete_keys(state: HeadStateConfig) -> dict[str, Any]:
