@@ -32,13 +32,13 @@ from little_loops.fsm.engine.evaluation_step import judge as judge_step
 from little_loops.fsm.engine.step_result import Step
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.interpolation import InterpolationContext
+from little_loops.fsm.model.loop_records import loop_from_dict
 from little_loops.fsm.process.background_groups import wait_for_group_end
 from little_loops.fsm.process.checkpoint import CheckpointResult, GitCheckpointer
 from little_loops.fsm.process.output_files import stderr_log_path
 from little_loops.fsm.process.process_groups import ActionGroup
 from little_loops.fsm.process.runner import KILL_GRACE_SECONDS, DefaultActionRunner
 from little_loops.fsm.process.workspace import WorkspaceWatcher
-from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
 from little_loops.fsm.store.log_retention import LogRetention
 from little_loops.fsm.store.notifier import RunNotifier
@@ -108,6 +108,8 @@ async def run_action(request: ActionInput) -> ActionOutput:
             on_text=marker_lines.feed,
             log_path=log_path,
             resume_session=request.resume_session,
+            claude_flags=tuple(request.claude_flags),
+            idle_timeout=request.idle_timeout,
         )
     )
     try:
@@ -193,7 +195,7 @@ def _signal_group(pgid: int, signum: int) -> None:
 async def judge(request: JudgeInput) -> list[Any]:
     """Judge a state with host I/O (the LLM judge, a file, a truncated output's log):
     `[verdict, details, spending]` (`evaluation_step.Judgement` as a list)."""
-    fsm = FSMLoop.from_dict(request.loop)
+    fsm = loop_from_dict(request.loop, request.dialect)
     state = fsm.states[request.state]
     ctx = InterpolationContext(**request.ctx)
     action = request.action

@@ -155,6 +155,7 @@ class LoopRuns:
             host=host_name(),
             env=referenced_env(loop, environ),
             scope_registry=self.scope_registry_id() if fsm.scope else None,
+            dialect=fsm.dialect,
             **options,
         )
 

@@ -103,6 +103,8 @@ class RunInput:
     # The checkout's scope registry (`scope_registry`), told when a run with a `scope`
     # ends or pauses (None: the loop has no scope).
     scope_registry: str | None = None
+    # The dialect `loop` was read in (`FSMLoop.dialect`): a HEAD loop is built again as one.
+    dialect: str = "legacy"
 
 
 @dataclass
@@ -129,6 +131,9 @@ class ActionInput:
     # pruning); `logs_in_use`: the logs a capture or `${prev}` still names (never pruned).
     logs_keep: int = 0
     logs_in_use: list[str] = field(default_factory=list)
+    # HEAD files: more flags for a prompt action's claude; stop an action silent that long.
+    claude_flags: list[str] = field(default_factory=list)
+    idle_timeout: float | None = None
 
 
 @dataclass
@@ -150,6 +155,7 @@ class JudgeInput:
     action: ActionResult | None
     slash: bool
     checkout: str
+    dialect: str = "legacy"  # the loop's (`FSMLoop.dialect`)
 
 
 @dataclass

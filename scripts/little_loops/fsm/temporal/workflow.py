@@ -62,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from little_loops.fsm.engine.run_guards import RunGuards
     from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler, HandoffResult
+    from little_loops.fsm.model.loop_records import loop_from_dict
     from little_loops.fsm.process.checkpoint import CheckpointResult
     from little_loops.fsm.process.runner import CANCELLED_EXIT_CODE, CANCELLED_MESSAGE, ActionResult
     from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
@@ -171,7 +172,7 @@ class LoopWorkflow:
     @workflow.run
     async def run(self, run: RunInput) -> RunOutcome:
         self._input = run
-        fsm = self._fsm = FSMLoop.from_dict(run.loop)
+        fsm = self._fsm = loop_from_dict(run.loop, run.dialect)
         record = self._record = RunRecord(fsm, run.host, dict(run.context_overrides))
         record.budget_override, record.notify_override = run.budget_override, run.notify_override
         guards = self._guards(fsm)
@@ -270,6 +271,8 @@ class LoopWorkflow:
             checkout=run.checkout,
             log_path=str(request.log_path) if request.log_path else None,
             resume_session=request.resume_session,
+            claude_flags=list(request.claude_flags),
+            idle_timeout=request.idle_timeout,
             logs_keep=self._logs_keep(),
             logs_in_use=_logs_in_use(core.cursor),
         )
@@ -323,6 +326,7 @@ class LoopWorkflow:
             action=request.step.action,
             slash=request.step.slash,
             checkout=self._input.checkout,
+            dialect=self._fsm.dialect,
         )
         try:
             # `[verdict, details]` from a worker before spending was reported (a run in
