@@ -636,3 +636,16 @@ def test_s9h_stall_memory_is_saved_in_the_state_file_and_restored_on_resume(
     assert resumed is not None
     assert resumed.final_state == "stalled"
     assert resumed.iterations == 4
+
+
+def test_s3_1_yes_builds_no_stall_streak_as_success_does() -> None:
+    states = {"poll": {"action": "echo same", "route": {"yes": "poll"}}}
+    result, _, _ = run(states, max_steps=5, stall_threshold=2)
+    assert (result.terminated_by, result.iterations) == ("max_iterations", 5)
+    legacy, _, _ = run(
+        {"poll": {"action": "echo same", "on_success": "poll"}},
+        head=False,
+        max_iterations=5,
+        stall_threshold=2,
+    )
+    assert (legacy.terminated_by, legacy.iterations) == ("max_iterations", 5)
