@@ -6,11 +6,13 @@ shell actions for the idle timeout."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.cli_support import cli_in_process, write_loop
 
 from little_loops.fsm.engine.head_actions import CONTINUITY_HEADING, NO_WALL_CLOCK_SECONDS
 from little_loops.fsm.engine.run_loop import FSMExecutor
@@ -335,3 +337,72 @@ def test_s2_2_an_append_that_cannot_be_interpolated_is_reported_and_skipped() ->
     ]
     assert executor.cursor.head.messages == []
     assert result.final_state == "done"
+
+
+# -- through the real `ll-loop run` (the loader reads the HEAD file) --------------------------
+
+REVIEW_LOOP = """\
+name: review
+description: Review a topic with a reviewer agent, then note it.
+initial: review
+states:
+  review:
+    action: "Review ${context.topic}"
+    action_type: prompt
+    agent: reviewer
+    tools: [Read, Grep]
+    model: claude-haiku-4-5
+    effort: high
+    session_mode: continue
+    append_to_messages: "reviewed ${context.topic}"
+    route:
+      yes: summarize
+      _: failed
+  summarize:
+    action: "Summarize"
+    action_type: prompt
+    session_mode: continue
+    route:
+      yes: done
+      _: failed
+  done:
+    terminal: true
+  failed:
+    terminal: true
+"""
+
+
+def test_s2_2_a_head_file_run_by_ll_loop_sends_the_flags_and_the_summary(
+    claude: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_loop(tmp_path, "review", REVIEW_LOOP)
+    code, _, err = cli_in_process(capsys, "run", "review", "--no-llm", "--context", "topic=auth")
+    assert (code, err) == (0, "")
+    assert calls(claude) == [
+        [
+            *STREAM_FLAGS,
+            "--agent",
+            "reviewer",
+            "--tools",
+            "Read,Grep",
+            "--model",
+            "claude-haiku-4-5",
+            "-p",
+            "Review auth",
+        ],
+        [*STREAM_FLAGS, "-p", f"{CONTINUITY_HEADING}\n\nsaid: Review auth\n\n---\n\nSummarize"],
+    ]
+    events = [
+        json.loads(line)
+        for line in (tmp_path / ".loops/.running/review.events.jsonl").read_text().splitlines()
+    ]
+    completes = [event for event in events if event["event"] == "action_complete"]
+    assert [event.get("effort") for event in completes] == ["high", None]
+    assert [event["verdict"] for event in events if event["event"] == "evaluate"] == ["yes", "yes"]
+    saved = json.loads((tmp_path / ".loops/.running/review.state.json").read_text())
+    assert saved["status"] == "completed"
+    assert saved["head"]["messages"] == ["reviewed auth"]
