@@ -17,8 +17,10 @@ import pytest
 
 from little_loops.fsm.engine.run_loop import FSMExecutor
 from little_loops.fsm.engine.step_result import ExecutionResult
-from little_loops.fsm.model.head_loop import HeadLoop
-from little_loops.fsm.schema import FSMLoop
+from little_loops.fsm.evaluators import evaluate
+from little_loops.fsm.interpolation import InterpolationContext
+from little_loops.fsm.model.head_loop import HeadEvaluateConfig, HeadLoop
+from little_loops.fsm.schema import EvaluateConfig, FSMLoop
 from little_loops.fsm.store.persistent_executor import PersistentExecutor
 
 DONE = {"terminal": True}
@@ -649,3 +651,31 @@ def test_s3_1_yes_builds_no_stall_streak_as_success_does() -> None:
         stall_threshold=2,
     )
     assert (legacy.terminated_by, legacy.iterations) == ("max_iterations", 5)
+
+
+# -- the reference face: `evaluators.evaluate` with a HEAD file's `evaluate:` ---------------
+
+
+@pytest.mark.parametrize(
+    ("data", "output", "exit_code", "verdict"),
+    [
+        ({"type": "exit_code"}, "", 0, "yes"),
+        ({"type": "exit_code"}, "", 1, "no"),
+        ({"type": "output_numeric", "operator": "lt", "target": 3}, "5", 0, "no"),
+        ({"type": "output_numeric", "operator": "lt", "target": 3}, "1", 2, "error"),
+        ({"type": "classify", "line": "first"}, "GO\nSTOP\n", 0, "GO"),
+        ({"type": "mcp_result"}, "", 127, "not_found"),
+        ({"type": "harbor_scorer"}, "0.9", 0, "yes"),
+        ({"type": "contract", "pairs": []}, "", 0, "error"),
+    ],
+)
+def test_s3_2_the_evaluate_face_judges_a_head_config_as_head_does(
+    data: dict[str, Any], output: str, exit_code: int, verdict: str
+) -> None:
+    result = evaluate(HeadEvaluateConfig.from_dict(data), output, exit_code, InterpolationContext())
+    assert result.verdict == verdict
+
+
+def test_s3_1_the_evaluate_face_keeps_legacy_names_for_a_legacy_config() -> None:
+    config = EvaluateConfig.from_dict({"type": "exit_code"})
+    assert evaluate(config, "", 0, InterpolationContext()).verdict == "success"

@@ -3,7 +3,8 @@
 - No `evaluate`: a prompt action is asked of HEAD's LLM judge (the state's `model`, else
   the loop's; with the LLM off, this project's rule: its exit code), an `mcp_tool`
   action is read by `mcp_result`, any other by its exit code; named `yes`/`no`.
-- With `evaluate`: `judging.head_evaluate.evaluate_head`.
+- With `evaluate`: that evaluator. Both go through `evaluators.evaluate`, which judges a
+  `HeadEvaluateConfig` as HEAD does (`judging.head_evaluate`).
 - A state with neither action nor `evaluate` is `yes`; `type: learning` with `learning:`
   runs nothing and is `blocked` (when routed) or `no`; `contract` runs nothing: `error`.
 - Stall evaluators keep their memory in the run's `HeadMemory.evaluator_memory[state]`
@@ -12,21 +13,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from little_loops.fsm.engine.head_actions import no_run_verdict
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.engine.step_result import Step
-from little_loops.fsm.evaluators import EvaluationResult, evaluate_exit_code
+from little_loops.fsm.evaluators import EvaluationResult, evaluate
 from little_loops.fsm.interpolation import InterpolationContext
-from little_loops.fsm.judging.head_evaluate import (
-    MEMORY_EVALUATORS,
-    evaluate_head,
-    head_llm_judgement,
-    settle_stall,
-)
-from little_loops.fsm.judging.head_evaluators import mcp_result
-from little_loops.fsm.judging.head_verdicts import head_name, short_circuit
+from little_loops.fsm.judging.head_evaluate import MEMORY_EVALUATORS, settle_stall
 from little_loops.fsm.judging.host_io import needs_host_io
 from little_loops.fsm.model.head_loop import HeadEvaluateConfig, HeadStateConfig
 from little_loops.fsm.process.runner import ActionResult
@@ -81,22 +76,23 @@ def head_judge(
     log_path: str | None,
 ) -> EvaluationResult:
     """The verdict and details of a HEAD state's action (`action` None: no action ran)."""
-    config = head_config(state)
+    config = head_config(state) or _default_config(state, slash, llm)
     output, exit_code = (action.output, action.exit_code) if action else ("", 0)
-    if config is not None:
-        return evaluate_head(
-            config, output, exit_code, ctx, llm, log_path=log_path, model=state.model
-        )
-    kind = "mcp_result" if state.action_type == "mcp_tool" else "default"
-    decided = short_circuit(kind, exit_code)
-    if decided is not None:
-        return EvaluationResult(*decided)
-    if kind == "mcp_result":
-        return EvaluationResult(*mcp_result(output, exit_code))
-    if slash and llm.enabled:
-        return head_llm_judgement(output, llm, model=state.model)
-    result = evaluate_exit_code(exit_code)
-    return EvaluationResult(head_name(result.verdict), result.details)
+    judging_llm = replace(llm, model=state.model) if state.model else llm
+    return evaluate(config, output, exit_code, ctx, judging_llm, log_path=log_path)
+
+
+def _default_config(state: HeadStateConfig, slash: bool, llm: LLMConfig) -> HeadEvaluateConfig:
+    """The evaluator of a state without `evaluate` (§3.2): HEAD's LLM judge for a prompt
+    action (its exit code when the LLM is off), `mcp_result` for `mcp_tool`, else the
+    exit code."""
+    if state.action_type == "mcp_tool":
+        kind = "mcp_result"
+    elif slash and llm.enabled:
+        kind = "llm_structured"
+    else:
+        kind = "exit_code"
+    return HeadEvaluateConfig(type=kind)
 
 
 def settle(

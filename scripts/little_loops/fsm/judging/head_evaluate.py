@@ -1,23 +1,22 @@
 """Judge a HEAD file's state: HEAD's verdict names, short-circuits and evaluators (§3.2).
 
-`evaluate_head` is to a `HeadEvaluateConfig` what `evaluators.evaluate` is to a legacy
-one: exits HEAD decides first (`head_verdicts.short_circuit`), the legacy evaluators
-with `yes`/`no` for `success`/`failure` and HEAD's extra keys (`key`, `error_patterns`),
-HEAD's own evaluators, and HEAD's LLM judge. The stall evaluators that remember earlier
-rounds (`diff_stall`, `action_stall`) return what this round observed (details
-`observed`); the run core settles it against the run's memory (`settle_stall`). Reading
-the work tree's diff, a history file or asking the model is I/O: the run core hands those
-states to its driver (`host_io`).
+`evaluators.evaluate` hands a `HeadEvaluateConfig` to `evaluate_head`: exits HEAD decides
+first (`head_verdicts.short_circuit`), the legacy evaluators (given as `legacy`, so this
+module does not import the face) with `yes`/`no` for `success`/`failure` and HEAD's
+extra keys (`key`, `error_patterns`), HEAD's own evaluators, and HEAD's LLM judge. The
+stall evaluators that remember earlier rounds (`diff_stall`, `action_stall`) return what
+this round observed (details `observed`); the run core settles it against the run's
+memory (`settle_stall`). Reading the work tree's diff, a history file or asking the model
+is I/O: the run core hands those states to its driver (`host_io`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
-from little_loops.fsm import evaluators
-from little_loops.fsm.evaluators import EvaluationResult
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
 from little_loops.fsm.judging.head_evaluators import (
     classify,
@@ -46,6 +45,8 @@ __all__ = [
     "DEFAULT_TRACK",
     "HISTORY_FILES",
     "MEMORY_EVALUATORS",
+    "Judged",
+    "LegacyEvaluate",
     "evaluate_head",
     "head_llm_judgement",
     "settle_stall",
@@ -69,28 +70,43 @@ _UNSUPPORTED = frozenset({"comparator", "contract"})
 _TRACK_NAMESPACES = ("context", "captured", "prev", "result")
 
 
+class Judged(NamedTuple):
+    """A verdict, its details and what judging it cost (an LLM call's spending)."""
+
+    verdict: str
+    details: dict[str, Any]
+    spending: dict[str, Any] | None = None
+
+
+# A legacy evaluator: (config without `source`, output, log of the whole output) -> verdict.
+LegacyEvaluate = Callable[[EvaluateConfig, str, str | None], Judged]
+# The Anthropic SDK module as the LLM judge should use it now (None: not installed).
+SdkGetter = Callable[[], Any]
+
+
 def evaluate_head(
     config: HeadEvaluateConfig,
     output: str,
     exit_code: int,
     context: InterpolationContext,
-    llm: LLMConfig | None = None,
+    llm: LLMConfig,
     *,
+    legacy: LegacyEvaluate,
+    sdk: SdkGetter,
     log_path: str | None = None,
-    model: str | None = None,
-) -> EvaluationResult:
-    """The verdict of a HEAD state's `evaluate:` (`model`: the state's own, for the LLM)."""
+) -> Judged:
+    """The verdict of a HEAD state's `evaluate:` (`llm.model`: the state's model, if any)."""
     decided = short_circuit(config.type, exit_code)
     if decided is not None:
-        return EvaluationResult(*decided)
+        return Judged(*decided)
     if config.source is not None:
         log_path = None
         # HEAD judges the action's output when the source cannot be resolved.
         with contextlib.suppress(InterpolationError):
             output = interpolate(config.source, context)
     if config.type in _LEGACY_KINDS:
-        return _legacy_kind(config, output, exit_code, context, llm, log_path)
-    return _head_kind(config, output, exit_code, context, llm, model)
+        return _legacy_kind(config, output, legacy, log_path)
+    return _head_kind(config, output, exit_code, context, llm, legacy, sdk)
 
 
 def _head_kind(
@@ -98,20 +114,21 @@ def _head_kind(
     output: str,
     exit_code: int,
     context: InterpolationContext,
-    llm: LLMConfig | None,
-    model: str | None,
-) -> EvaluationResult:
+    llm: LLMConfig,
+    legacy: LegacyEvaluate,
+    sdk: SdkGetter,
+) -> Judged:
     kind = config.type
     if kind == "llm_structured":
-        return _llm(config, output, llm, model)
+        return _llm(config, output, llm, legacy, sdk)
     if kind == "classify":
-        return EvaluationResult(*classify(output, config.line))
+        return Judged(*classify(output, config.line))
     if kind == "harbor_scorer":
-        return EvaluationResult(*harbor_scorer(output, exit_code))
+        return Judged(*harbor_scorer(output, exit_code))
     if kind == "mcp_result":
-        return EvaluationResult(*mcp_result(output, exit_code))
+        return Judged(*mcp_result(output, exit_code))
     if kind in _UNSUPPORTED:
-        return EvaluationResult(*unsupported(kind))
+        return Judged(*unsupported(kind))
     if kind in HISTORY_FILES:
         return _score_stall(config, context)
     if kind == "diff_stall":
@@ -119,31 +136,24 @@ def _head_kind(
     if kind == "action_stall":
         return _action_observed(config, context)
     # An evaluator a HEAD file may not have: judged (and reported) as the legacy one is.
-    return _legacy_kind(config, output, exit_code, context, llm, None)
+    return _legacy_kind(config, output, legacy, None)
 
 
 def _legacy_kind(
-    config: HeadEvaluateConfig,
-    output: str,
-    exit_code: int,
-    context: InterpolationContext,
-    llm: LLMConfig | None,
-    log_path: str | None,
-) -> EvaluationResult:
+    config: HeadEvaluateConfig, output: str, legacy: LegacyEvaluate, log_path: str | None
+) -> Judged:
     """A legacy evaluator, named the HEAD way, with HEAD's `key` and `error_patterns`."""
     if config.type == "output_numeric" and config.key:
         number = keyed_number(output, config.key)
         if number is None:
-            return EvaluationResult("error", {"error": f"No '{config.key} = <number>' in output"})
+            return Judged("error", {"error": f"No '{config.key} = <number>' in output"})
         output = repr(number)
-    legacy = _as_legacy(config)
-    result = evaluators.evaluate(legacy, output, exit_code, context, llm, log_path=log_path)
-    if config.type == "output_contains" and result.verdict == "failure" and not config.negate:
+    verdict, details, spending = legacy(_as_legacy(config), output, log_path)
+    if config.type == "output_contains" and verdict == "failure" and not config.negate:
         found = error_pattern_found(output, config.error_patterns or [])
         if found is not None:
-            details = {**result.details, "error": f"error pattern found: {found}"}
-            return EvaluationResult("error", details)
-    return EvaluationResult(head_name(result.verdict), result.details, result.spending)
+            return Judged("error", {**details, "error": f"error pattern found: {found}"})
+    return Judged(head_name(verdict), details, spending)
 
 
 def _as_legacy(config: HeadEvaluateConfig) -> EvaluateConfig:
@@ -153,35 +163,36 @@ def _as_legacy(config: HeadEvaluateConfig) -> EvaluateConfig:
 
 
 def _llm(
-    config: HeadEvaluateConfig, output: str, llm: LLMConfig | None, model: str | None
-) -> EvaluationResult:
-    settings = llm if llm is not None else LLMConfig()
-    if not settings.enabled:
-        details = {"error": evaluators.LLM_DISABLED_MESSAGE, "llm_disabled": True}
-        return EvaluationResult("error", details)
+    config: HeadEvaluateConfig,
+    output: str,
+    llm: LLMConfig,
+    legacy: LegacyEvaluate,
+    sdk: SdkGetter,
+) -> Judged:
+    if not llm.enabled:  # the legacy judge says so in its words
+        return legacy(_as_legacy(config), output, None)
     return head_llm_judgement(
         output,
-        settings,
+        llm,
+        sdk(),
         prompt=config.prompt,
         schema=config.schema,
         min_confidence=config.min_confidence,
         uncertain_suffix=config.uncertain_suffix,
-        model=model,
     )
 
 
 def head_llm_judgement(
     output: str,
     llm: LLMConfig,
+    sdk: Any,
     *,
     prompt: str | None = None,
     schema: dict[str, Any] | None = None,
     min_confidence: float = DEFAULT_MIN_CONFIDENCE,
     uncertain_suffix: bool = False,
-    model: str | None = None,
-) -> EvaluationResult:
-    """Ask the model as HEAD does (`model`: the state's, else the loop's `llm.model`)."""
-    sdk = evaluators._current_sdk() if evaluators.ANTHROPIC_AVAILABLE else None
+) -> Judged:
+    """Ask the model (`llm.model`) as HEAD does; `sdk`: the `anthropic` module or None."""
     spent: list[dict[str, Any]] = []
     verdict, details = ask_head_model(
         sdk,
@@ -190,44 +201,44 @@ def head_llm_judgement(
         schema=schema,
         min_confidence=min_confidence,
         uncertain_suffix=uncertain_suffix,
-        model=model or llm.model,
+        model=llm.model,
         max_tokens=llm.max_tokens,
         timeout=llm.timeout,
         spent=spent,
     )
-    return EvaluationResult(verdict, details, spent[0] if spent else None)
+    return Judged(verdict, details, spent[0] if spent else None)
 
 
-def _score_stall(config: HeadEvaluateConfig, context: InterpolationContext) -> EvaluationResult:
+def _score_stall(config: HeadEvaluateConfig, context: InterpolationContext) -> Judged:
     """`score_stall` (higher is better) or `open_question_stall` (lower is better)."""
     template = config.history_file or HISTORY_FILES[config.type]
     try:
         path = interpolate(template, context)
         scores = history_numbers(read_history(path))
     except InterpolationError as exc:
-        return EvaluationResult("error", {"error": f"Cannot resolve history_file: {exc}"})
+        return Judged("error", {"error": f"Cannot resolve history_file: {exc}"})
     except StallReadError as exc:
-        return EvaluationResult("error", {"error": str(exc)})
+        return Judged("error", {"error": str(exc)})
     verdict, details = score_walk(
         scores,
         epsilon=DEFAULT_EPSILON if config.epsilon is None else float(config.epsilon),
         max_stall=config.max_stall or DEFAULT_MAX_STALL,
         lower_is_better=config.type == "open_question_stall",
     )
-    return EvaluationResult(verdict, {**details, "history_file": path})
+    return Judged(verdict, {**details, "history_file": path})
 
 
-def _diff_observed(config: HeadEvaluateConfig) -> EvaluationResult:
+def _diff_observed(config: HeadEvaluateConfig) -> Judged:
     try:
         stat = git_diff_stat(config.scope)
     except StallReadError as exc:
-        return EvaluationResult("error", {"error": str(exc)})
-    return EvaluationResult("yes", {"observed": stat})
+        return Judged("error", {"error": str(exc)})
+    return Judged("yes", {"observed": stat})
 
 
-def _action_observed(config: HeadEvaluateConfig, context: InterpolationContext) -> EvaluationResult:
+def _action_observed(config: HeadEvaluateConfig, context: InterpolationContext) -> Judged:
     keys = list(config.track or DEFAULT_TRACK)
-    return EvaluationResult("yes", {"observed": [_tracked(key, context) for key in keys]})
+    return Judged("yes", {"observed": [_tracked(key, context) for key in keys]})
 
 
 def _tracked(key: str, context: InterpolationContext) -> Any:
