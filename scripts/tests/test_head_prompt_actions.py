@@ -306,7 +306,7 @@ def test_s7_8_the_loop_default_continues_prompt_states(claude: Path) -> None:
 def test_s2_2_append_to_messages_keeps_the_interpolated_text_after_the_action() -> None:
     states = {
         "scan": {
-            "action": "echo 3 findings",
+            "action": "printf '3 findings'",
             "capture": "scan",
             "append_to_messages": "scan said: ${captured.scan.output}",
             "next": "again",
@@ -319,7 +319,7 @@ def test_s2_2_append_to_messages_keeps_the_interpolated_text_after_the_action() 
         "done": DONE,
     }
     _, _, executor = run(states)
-    assert executor.cursor.head.messages == ["scan said: 3 findings\n", "again ran (again)"]
+    assert executor.cursor.head.messages == ["scan said: 3 findings", "again ran (again)"]
 
 
 def test_s2_2_an_append_that_cannot_be_interpolated_is_reported_and_skipped() -> None:

@@ -154,8 +154,9 @@ def complete_action(
     if scan is not None and scan.lines == 0:
         # A runner that does not stream (or streamed nothing): scan what it returned.
         scan.feed_text(result.output)
-    head = state if isinstance(state, HeadStateConfig) else None
-    sc.emit("action_complete", **completed_keys(result), **(complete_keys(head) if head else {}))
+    head_state = state if isinstance(state, HeadStateConfig) else None
+    shown = complete_keys(head_state) if head_state is not None else {}
+    sc.emit("action_complete", **completed_keys(result), **shown)
     if state.capture:
         sc.cursor.captured[state.capture] = _capture(result)
     step = Step(action=result, slash=request.slash, signal=_acted_on(sc, scan))
@@ -163,8 +164,8 @@ def complete_action(
     step.cut_by_loop_timeout = result.timed_out and request.timeout < limit
     if result.error is not None:
         step.verdict, step.details = "error", {"error": result.error}
-    if head is not None:
-        _after_head_action(sc, head, request, step)
+    if head_state is not None:
+        _after_head_action(sc, head_state, request, step)
     return step
 
 
