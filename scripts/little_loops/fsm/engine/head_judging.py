@@ -28,16 +28,12 @@ from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import LLMConfig
 
 __all__ = [
-    "HOST_IO_EVALUATORS",
     "head_config",
     "head_judge",
     "head_needs_host_io",
     "runs_nothing",
     "settle",
 ]
-
-# HEAD evaluators that read the host (git, a history file) besides the legacy ones.
-HOST_IO_EVALUATORS = frozenset({"diff_stall", "score_stall", "open_question_stall"})
 
 
 def head_config(state: HeadStateConfig) -> HeadEvaluateConfig | None:
@@ -52,10 +48,7 @@ def head_needs_host_io(
     state: HeadStateConfig, slash: bool, truncated: bool, llm: LLMConfig
 ) -> bool:
     """Whether judging the state needs the driver (the LLM, git, a file, a log)."""
-    config = head_config(state)
-    if config is not None and config.type in HOST_IO_EVALUATORS:
-        return True
-    return needs_host_io(config, truncated, llm_by_default=slash and llm.enabled)
+    return needs_host_io(head_config(state), truncated, llm_by_default=slash and llm.enabled)
 
 
 def runs_nothing(state: HeadStateConfig, step: Step) -> Step:
