@@ -15,11 +15,15 @@ from typing import Any
 
 import pytest
 
+from little_loops.fsm.engine.core import RunCore
+from little_loops.fsm.engine.requests import EvaluateWithIO, Finish, RunAction
 from little_loops.fsm.engine.run_loop import FSMExecutor
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.evaluators import evaluate
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.model.head_loop import HeadEvaluateConfig, HeadLoop
+from little_loops.fsm.process.clock import SYSTEM_CLOCK
+from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import EvaluateConfig, FSMLoop
 from little_loops.fsm.store.persistent_executor import PersistentExecutor
 
@@ -683,3 +687,47 @@ def test_s3_2_the_evaluate_face_judges_a_head_config_as_head_does(
 def test_s3_1_the_evaluate_face_keeps_legacy_names_for_a_legacy_config() -> None:
     config = EvaluateConfig.from_dict({"type": "exit_code"})
     assert evaluate(config, "", 0, InterpolationContext()).verdict == "success"
+
+
+# -- the run core does no I/O: the stall evaluators that read the host are asked of the driver
+
+
+def core_requests(evaluate: dict[str, Any], observed: Any) -> tuple[list[str], list[str]]:
+    """The requests of a two-round run of one state judged by `evaluate`, each host
+    judgement answered with `observed`; and the verdicts the core settled."""
+    states = {
+        "work": {"action": "x", "evaluate": evaluate, "route": {"yes": "work", "no": "done"}},
+        "done": DONE,
+    }
+    loop = HeadLoop.from_dict({"name": "t", "initial": "work", "states": states, "max_steps": 2})
+    events: list[dict[str, Any]] = []
+    core = RunCore(loop, clock=SYSTEM_CLOCK, emit=events.append)
+    seen: list[str] = []
+    request = core.next_request()
+    while not isinstance(request, Finish):
+        seen.append(type(request).__name__)
+        if isinstance(request, RunAction):
+            core.submit(ActionResult(output="same", stderr="", exit_code=0, duration_ms=1))
+        else:
+            assert isinstance(request, EvaluateWithIO)
+            core.submit(("yes", {"observed": observed}))
+        request = core.next_request()
+    return seen, [event["verdict"] for event in events if event["event"] == "evaluate"]
+
+
+def test_s3_2_diff_stall_asks_the_driver_for_the_diff_and_the_core_remembers_it() -> None:
+    seen, verdicts = core_requests({"type": "diff_stall"}, " a | 1 +\n")
+    assert seen == ["RunAction", "EvaluateWithIO", "RunAction", "EvaluateWithIO"]
+    assert verdicts == ["yes", "no"]
+
+
+@pytest.mark.parametrize("kind", ["score_stall", "open_question_stall"])
+def test_s3_2_history_walks_are_asked_of_the_driver(kind: str) -> None:
+    seen, _ = core_requests({"type": kind}, None)
+    assert seen.count("EvaluateWithIO") == 2
+
+
+def test_s3_2_action_stall_is_judged_inside_the_core() -> None:
+    seen, verdicts = core_requests({"type": "action_stall", "track": ["prev.output"]}, None)
+    assert seen == ["RunAction", "RunAction"]
+    assert verdicts == ["yes", "yes"]  # no prev, then "same": a first value each
