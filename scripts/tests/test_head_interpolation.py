@@ -189,10 +189,10 @@ def test_section_2_5_head_capture_fields_and_prev_timeout_kind() -> None:
         "exit_code": 1,
         "failure_type": "exit_code",
         "timeout_kind": None,
-        "verdict": "failure",
+        "verdict": "no",  # HEAD names the legacy `failure` `no` (§3.1)
     }
     second = result.captured["second"]
-    assert (second["output"], second["failure_type"]) == ("|failure", "")
+    assert (second["output"], second["failure_type"]) == ("|no", "")
     assert "verdict" not in second  # a `next:` state is not evaluated
     slow = result.captured["slow"]
     assert (slow["timeout_kind"], slow["failure_type"]) == ("wall", "timeout")

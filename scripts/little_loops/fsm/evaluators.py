@@ -30,8 +30,10 @@ from little_loops.fsm.interpolation import (
     interpolate,
     resolve_template,
 )
+from little_loops.fsm.judging.head_evaluate import Judged, evaluate_head
 from little_loops.fsm.judging.llm_judge import DEFAULT_LLM_PROMPT, DEFAULT_LLM_SCHEMA, ask_model
 from little_loops.fsm.judging.return_metadata import judge_return_metadata
+from little_loops.fsm.model.head_loop import HeadEvaluateConfig
 from little_loops.fsm.process.output_files import LogTooLargeError, read_log_text, search_log
 from little_loops.fsm.schema import (
     DEFAULT_LLM_MAX_TOKENS,
@@ -311,9 +313,12 @@ def evaluate(
     """Run the evaluator `config` describes; `llm` carries the loop's LLM settings.
 
     `log_path` (addition): `output` is only the tail of the action's stdout, which this
-    file holds whole; `output_contains` and `output_json` read it.
+    file holds whole; `output_contains` and `output_json` read it. A HEAD file's
+    `evaluate:` (`HeadEvaluateConfig`) is judged as HEAD judges it (`_evaluate_head`).
     Raises `ValueError("Unknown evaluator type: <type>")` for a type it does not know.
     """
+    if isinstance(config, HeadEvaluateConfig):
+        return _evaluate_head(config, output, exit_code, context, llm, log_path)
     if config.source is not None:
         # Decision states judge an interpolated value (often a capture) instead of stdout.
         try:
@@ -339,6 +344,33 @@ def evaluate(
     # The reference raises here (a programming mistake, not a verdict); validation keeps
     # unknown types out of loop files, so only code that builds configs reaches this.
     raise ValueError(f"Unknown evaluator type: {kind}")
+
+
+def _evaluate_head(
+    config: HeadEvaluateConfig,
+    output: str,
+    exit_code: int,
+    context: InterpolationContext,
+    llm: LLMConfig | None,
+    log_path: str | None,
+) -> EvaluationResult:
+    """HEAD's verdict names, short-circuits and evaluators (`judging.head_evaluate`), with
+    the evaluators both dialects share judged here."""
+    settings = llm if llm is not None else LLMConfig()
+
+    def legacy(shared: EvaluateConfig, text: str, full_log: str | None) -> Judged:
+        result = evaluate(shared, text, exit_code, context, settings, log_path=full_log)
+        return Judged(result.verdict, result.details, result.spending)
+
+    judged = evaluate_head(
+        config, output, exit_code, context, settings, legacy=legacy, sdk=_sdk, log_path=log_path
+    )
+    return EvaluationResult(judged.verdict, judged.details, judged.spending)
+
+
+def _sdk() -> Any:
+    """The SDK for an LLM evaluation now (None when it is not installed)."""
+    return _current_sdk() if ANTHROPIC_AVAILABLE else None
 
 
 def _evaluate_return_metadata(

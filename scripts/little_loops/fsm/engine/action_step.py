@@ -15,11 +15,23 @@ from typing import Any, Protocol, cast
 
 from little_loops.fsm.engine.context import ActionRunner, StepContext
 from little_loops.fsm.engine.guards import stderr_tail
+from little_loops.fsm.engine.head_actions import (
+    action_limit,
+    appended_message,
+    claude_flags,
+    complete_keys,
+    continued_prompt,
+    idle_seconds,
+    is_prompt_mode,
+    leave_summary,
+    mcp_command,
+    no_run_verdict,
+)
 from little_loops.fsm.engine.head_capture import head_capture
 from little_loops.fsm.engine.requests import RunAction
 from little_loops.fsm.engine.step_result import Step, error_step, log_key
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
-from little_loops.fsm.model.head_loop import is_head
+from little_loops.fsm.model.head_loop import HeadStateConfig, is_head
 from little_loops.fsm.process.output_files import action_log_name, retry_log_path
 from little_loops.fsm.process.runner import ActionResult, is_slash_command
 from little_loops.fsm.schema import StateConfig
@@ -66,6 +78,8 @@ def prepare_action(
     """The request that runs `state`'s action (`action_start` emitted), or the `error`
     step when its text cannot be interpolated."""
     assert state.action
+    if isinstance(state, HeadStateConfig):
+        return _prepare_head(sc, state, ctx)
     try:
         action = _action_text(sc, state, ctx)
     except InterpolationError as exc:
@@ -74,6 +88,33 @@ def prepare_action(
     timeout = _action_timeout(sc, state.timeout or DEFAULT_ACTION_TIMEOUT)
     scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
     return RunAction(action, timeout, is_slash(state, action), scan, _log_path(sc))
+
+
+def _prepare_head(
+    sc: StepContext, state: HeadStateConfig, ctx: InterpolationContext
+) -> RunAction | Step:
+    """`prepare_action` for a HEAD state: prompt mode and its flags, `mcp_tool`, HEAD's
+    timeouts, a continued session; a state that runs nothing gives its verdict."""
+    fixed = no_run_verdict(state)
+    if fixed is not None:
+        return Step(verdict=fixed[0], details=dict(fixed[1]))
+    try:
+        action = _action_text(sc, state, ctx)
+        if state.action_type == "mcp_tool":
+            action = mcp_command(state, action, ctx)
+    except InterpolationError as exc:
+        return error_step(f"Cannot interpolate action: {exc}")
+    prompt = is_prompt_mode(state, action)
+    if prompt:
+        action = continued_prompt(sc.fsm, state, sc.cursor.head, action)
+    sc.emit("action_start", action=action)
+    timeout = _action_timeout(sc, action_limit(sc.fsm, state, prompt))
+    scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
+    flags = claude_flags(state) if prompt else ()
+    idle = idle_seconds(sc.fsm, state)
+    return RunAction(
+        action, timeout, prompt, scan, _log_path(sc), claude_flags=flags, idle_timeout=idle
+    )
 
 
 def prepare_retry(
@@ -90,10 +131,19 @@ def prepare_retry(
     and timeout, and a log of its own (the earlier runs' logs stay as their
     `action_complete` events name them)."""
     sc.emit("action_start", action=action)
-    timeout = _action_timeout(sc, state.timeout or DEFAULT_ACTION_TIMEOUT)
+    timeout = _action_timeout(sc, _limit(sc, state, first.slash))
     scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
     log_path = retry_log_path(first.log_path, retry) if first.log_path is not None else None
-    return RunAction(action, timeout, first.slash, scan, log_path, session)
+    return RunAction(
+        action,
+        timeout,
+        first.slash,
+        scan,
+        log_path,
+        session,
+        claude_flags=first.claude_flags,
+        idle_timeout=first.idle_timeout,
+    )
 
 
 def complete_action(
@@ -105,22 +155,54 @@ def complete_action(
     if scan is not None and scan.lines == 0:
         # A runner that does not stream (or streamed nothing): scan what it returned.
         scan.feed_text(result.output)
-    sc.emit("action_complete", **completed_keys(result))
+    head_state = state if isinstance(state, HeadStateConfig) else None
+    shown = complete_keys(head_state) if head_state is not None else {}
+    sc.emit("action_complete", **completed_keys(result), **shown)
     if state.capture:
         head = is_head(sc.fsm)
         sc.cursor.captured[state.capture] = (
             head_capture(state, result) if head else _capture(result)
         )
     step = Step(action=result, slash=request.slash, signal=_acted_on(sc, scan))
-    limit = state.timeout or DEFAULT_ACTION_TIMEOUT
+    limit = _limit(sc, state, request.slash)
     step.cut_by_loop_timeout = result.timed_out and request.timeout < limit
     if result.error is not None:
         step.verdict, step.details = "error", {"error": result.error}
+    if head_state is not None:
+        _after_head_action(sc, head_state, request, step)
     return step
 
 
+def _limit(sc: StepContext, state: StateConfig, prompt: bool) -> float:
+    """The action's own time limit (before the loop's `timeout` cuts it shorter)."""
+    if isinstance(state, HeadStateConfig):
+        return action_limit(sc.fsm, state, prompt)
+    return state.timeout or DEFAULT_ACTION_TIMEOUT
+
+
+def _after_head_action(
+    sc: StepContext, state: HeadStateConfig, request: RunAction, step: Step
+) -> None:
+    """A HEAD action's aftermath: the session summary (§7.8), `append_to_messages`."""
+    assert step.action is not None
+    head = sc.cursor.head
+    if request.slash:
+        handed_off = step.signal_of("handoff") is not None
+        leave_summary(sc.fsm, state, head, step.action, handed_off=handed_off)
+    try:
+        message = appended_message(state, sc.interpolation())
+    except InterpolationError as exc:
+        sc.emit("append_to_messages_failed", state=sc.cursor.current_state, error=str(exc))
+        return
+    if message is not None:
+        head.messages.append(message)
+
+
 def is_slash(state: StateConfig, action: str) -> bool:
-    """`action_type` decides when set; otherwise the shape of the interpolated action."""
+    """`action_type` decides when set; otherwise the shape of the interpolated action
+    (HEAD files: `prompt` too, and any leading `/`, see `head_actions.is_prompt_mode`)."""
+    if isinstance(state, HeadStateConfig):
+        return is_prompt_mode(state, action)
     if state.action_type is not None:
         return state.action_type == "slash_command"
     return is_slash_command(action)
@@ -234,15 +316,25 @@ def call_runner(
     output_callback: Callable[[str], None] | None,
     log_path: Path | None,
     resume_session: str | None = None,
+    *,
+    claude_flags: tuple[str, ...] = (),
+    idle_timeout: float | None = None,
 ) -> ActionResult:
     """Run `action`; feed the scan from the stream, or from the result when nothing streamed.
 
     `log_path` reaches only runners that set `supports_output_log`, `resume_session`
-    only those that set `supports_resume_session` (and only when there is one).
+    only those that set `supports_resume_session` (and only when there is one);
+    `claude_flags` and `idle_timeout` (HEAD files) only those that set
+    `supports_head_options`.
     """
     extra: dict[str, Any] = {}
     if resume_session is not None and getattr(runner, "supports_resume_session", False) is True:
         extra["resume_session"] = resume_session
+    head_options = getattr(runner, "supports_head_options", False) is True
+    if head_options and claude_flags:
+        extra["claude_flags"] = claude_flags
+    if head_options and idle_timeout is not None:
+        extra["idle_timeout"] = idle_timeout
     if getattr(runner, "supports_streaming", False) is True:
         streaming = cast(StreamingRunner, runner)
         feeds = _streaming_feeds(streaming, scan, output_callback, log_path)

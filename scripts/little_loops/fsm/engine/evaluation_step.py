@@ -14,11 +14,17 @@ from typing import Any, NamedTuple
 
 from little_loops.fsm.engine.context import StepContext
 from little_loops.fsm.engine.head_capture import note_head_evaluation
+from little_loops.fsm.engine.head_judging import (
+    head_judge,
+    head_needs_host_io,
+    runs_nothing,
+    settle,
+)
 from little_loops.fsm.engine.step_result import Step, full_output_log, log_key
 from little_loops.fsm.evaluators import evaluate, evaluate_exit_code, evaluate_llm_structured
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.judging.host_io import needs_host_io
-from little_loops.fsm.model.head_loop import is_head
+from little_loops.fsm.model.head_loop import HeadStateConfig, is_head
 from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import LLMConfig, StateConfig
 
@@ -46,6 +52,8 @@ def judging_needs_host_io(state: StateConfig, step: Step, llm: LLMConfig) -> boo
     """Whether judging `step` needs host I/O (see `judging.host_io`)."""
     action = step.action
     truncated = action is not None and full_output_log(action) is not None
+    if isinstance(state, HeadStateConfig):
+        return head_needs_host_io(state, step.slash, truncated, llm)
     return needs_host_io(state.evaluate, truncated, llm_by_default=step.slash and llm.enabled)
 
 
@@ -62,18 +70,24 @@ def evaluate_step(
     judge here.
     """
     cursor = sc.cursor
+    if step.verdict is None and isinstance(state, HeadStateConfig) and not state.next:
+        step = runs_nothing(state, step)
     if step.verdict is None:
         if state.next:
             return step  # `next` states are not evaluated
         if state.evaluate is None and step.action is None:
             cursor.prev_result = prev_result_of(step, cursor.current_state)
-            step.verdict = "success"  # a decision state with nothing to judge
+            # A decision state with nothing to judge (HEAD names it `yes`).
+            step.verdict = "yes" if isinstance(state, HeadStateConfig) else "success"
             if is_head(sc.fsm):
                 note_head_evaluation(cursor.captured, cursor.prev_result, state, step)
             return step
         if judgement is None:
             judgement = judge(state, ctx, step, sc.fsm.llm)
         step.verdict, step.details = judgement[0], judgement[1]
+        if isinstance(state, HeadStateConfig):
+            judged = (step.verdict, step.details)
+            step.verdict, step.details = settle(state, cursor.current_state, cursor.head, judged)
     if not state.next:
         cursor.prev_result = prev_result_of(step, cursor.current_state)
     cursor.last_result = {"verdict": step.verdict, "details": step.details}
@@ -110,6 +124,10 @@ def judge(state: StateConfig, ctx: InterpolationContext, step: Step, llm: LLMCon
     """The verdict and details of `step`; an evaluator that raises gives `error`."""
     action = step.action
     try:
+        if isinstance(state, HeadStateConfig):
+            log_path = full_output_log(action) if action else None
+            result = head_judge(state, ctx, action, step.slash, llm, log_path)
+            return Judgement(result.verdict, result.details, result.spending)
         if state.evaluate is None:
             assert action is not None
             return _default_judgement(action, step.slash, llm)

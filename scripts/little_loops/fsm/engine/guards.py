@@ -40,6 +40,7 @@ __all__ = [
     "DEFAULT_STALL_THRESHOLD",
     "ERROR_LOG_LIMIT",
     "FINGERPRINT_EDGE_CHARS",
+    "HEAD_STALL_EXEMPT_VERDICTS",
     "STALL_EXEMPT_VERDICTS",
     "ErrorEntry",
     "ErrorLog",
@@ -59,6 +60,8 @@ __all__ = [
 ERROR_LOG_LIMIT = 50
 FINGERPRINT_EDGE_CHARS = 4 * 1024
 STALL_EXEMPT_VERDICTS = frozenset({"success", "target", "progress"})
+# A HEAD file names success `yes` (spec/ll-head-dialect.md §3.1): it builds no streak either.
+HEAD_STALL_EXEMPT_VERDICTS = STALL_EXEMPT_VERDICTS | {"yes"}
 
 PREVIEW_LINES = 5
 PREVIEW_WIDTH = 200
@@ -187,8 +190,13 @@ class StallGuard:
     A threshold of 0 turns the guard off.
     """
 
-    def __init__(self, threshold: int = DEFAULT_STALL_THRESHOLD) -> None:
+    def __init__(
+        self,
+        threshold: int = DEFAULT_STALL_THRESHOLD,
+        exempt: frozenset[str] = STALL_EXEMPT_VERDICTS,
+    ) -> None:
         self.threshold = threshold
+        self.exempt = exempt  # verdicts that build no streak (the loop's names of success)
         self.streaks: dict[str, StallStreak] = {}
 
     def observe(
@@ -224,7 +232,7 @@ class StallGuard:
 
     def counts(self, verdict: str) -> bool:
         """Whether an ending with `verdict` can build a streak (else it clears one)."""
-        return self.threshold > 0 and verdict not in STALL_EXEMPT_VERDICTS
+        return self.threshold > 0 and verdict not in self.exempt
 
     def forget(self, state: str) -> None:
         self.streaks.pop(state, None)

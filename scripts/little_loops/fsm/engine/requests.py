@@ -37,6 +37,9 @@ class RunAction:
     did not see the core scans from the result. `log_path`: where a runner that keeps
     logs writes the whole stdout. `resume_session`: the claude session a slash command
     continues (`--resume`), for runners that can (`supports_resume_session`).
+    HEAD files: `claude_flags` go on a prompt action's claude command line
+    (`--agent`, `--tools`, `--model`); `idle_timeout` kills the action after that many
+    seconds without output (both for runners that set `supports_head_options`).
     """
 
     action: str
@@ -45,6 +48,8 @@ class RunAction:
     scan: SignalScan | None = None
     log_path: Path | None = None
     resume_session: str | None = None  # continue this claude session (`--resume <id>`)
+    claude_flags: tuple[str, ...] = ()
+    idle_timeout: float | None = None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from little_loops.fsm.engine.guards import (
+    HEAD_STALL_EXEMPT_VERDICTS,
+    STALL_EXEMPT_VERDICTS,
     ErrorLog,
     StallGuard,
     VisitCounter,
@@ -28,6 +30,7 @@ from little_loops.fsm.engine.guards import (
     first_lines,
     stall_message,
 )
+from little_loops.fsm.model.head_parts import DIALECT_HEAD
 from little_loops.fsm.process.workspace import WorkspaceWatcher
 from little_loops.fsm.schema import FSMLoop, StateConfig
 
@@ -86,7 +89,9 @@ class RunGuards:
     """Stall streaks, visit counts and the error log of one run (resumes included)."""
 
     def __init__(self, fsm: FSMLoop) -> None:
-        self.stall = StallGuard(fsm.effective_stall_threshold())
+        head = fsm.dialect == DIALECT_HEAD
+        exempt = HEAD_STALL_EXEMPT_VERDICTS if head else STALL_EXEMPT_VERDICTS
+        self.stall = StallGuard(fsm.effective_stall_threshold(), exempt)
         self.visits = VisitCounter()
         self.errors = ErrorLog()
         self.on_stall = fsm.on_stall

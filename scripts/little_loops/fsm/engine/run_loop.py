@@ -238,6 +238,8 @@ class FSMExecutor:
                 self.output_callback,
                 request.log_path,
                 request.resume_session,
+                claude_flags=request.claude_flags,
+                idle_timeout=request.idle_timeout,
             )
         if isinstance(request, EvaluateWithIO):
             return judge(request.state, request.ctx, request.step, request.llm)

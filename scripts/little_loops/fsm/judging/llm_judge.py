@@ -12,6 +12,7 @@ here raises.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from little_loops.fsm.judging.model_prices import cost_of, usage_tokens
@@ -63,6 +64,8 @@ AUTH_REJECTED_MESSAGE = (
 _NO_CREDENTIALS_MARKER = "Could not resolve authentication method"
 
 Verdict = tuple[str, dict[str, Any]]
+# Turns the model's tool input into a verdict: (tool_input, min_confidence, uncertain_suffix).
+VerdictReader = Callable[[dict[str, Any], float, bool], Verdict]
 
 
 def ask_model(
@@ -77,10 +80,12 @@ def ask_model(
     max_tokens: int,
     timeout: int,
     spent: list[dict[str, Any]] | None = None,
+    reader: VerdictReader | None = None,
 ) -> Verdict:
     """Judge `output` with the model; `sdk` is the `anthropic` module or None when absent.
 
-    `spent` (addition) receives what the call cost (`spending_of`), when it was made."""
+    `spent` (addition) receives what the call cost (`spending_of`), when it was made;
+    `reader` reads the answer (None: `read_verdict`; HEAD files read it their way)."""
     if sdk is None:
         return "error", {"error": MISSING_SDK_MESSAGE, "missing_dependency": True}
     request = build_request(output, prompt, schema, model, max_tokens, timeout)
@@ -94,7 +99,7 @@ def ask_model(
     tool_input = find_tool_input(response)
     if tool_input is None:
         return "error", {"error": "No evaluation in LLM response"}
-    return read_verdict(tool_input, min_confidence, uncertain_suffix)
+    return (reader or read_verdict)(tool_input, min_confidence, uncertain_suffix)
 
 
 def spending_of(response: Any, model: str) -> dict[str, Any] | None:

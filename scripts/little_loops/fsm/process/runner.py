@@ -39,6 +39,7 @@ from little_loops.fsm.process.background_groups import BackgroundGroups, group_e
 from little_loops.fsm.process.claude_refusal import CLAUDE_NOT_FOUND as CLAUDE_NOT_FOUND
 from little_loops.fsm.process.claude_refusal import claude_not_found, claude_refusal
 from little_loops.fsm.process.claude_stream import STREAM_JSON_FLAGS, ClaudeRun, ClaudeStream
+from little_loops.fsm.process.idle_watch import IdleWatch
 from little_loops.fsm.process.output_files import SpareFiles, truncation_marker
 from little_loops.fsm.process.output_streams import (
     LineCallback,
@@ -87,6 +88,8 @@ class ActionResult:
     action that exited on its own, even as a cancel arrived, is not cancelled: its
     result stands). `claude`: what a slash command's claude reported about its run (its
     stream-json: session, cost, tokens, turns, errors, rate limits); None for shell actions.
+    `timeout_kind`: what stopped a timed-out action, `wall` (its time limit) or `idle`
+    (its idle timeout: no output for too long); None otherwise.
     """
 
     output: str
@@ -99,6 +102,7 @@ class ActionResult:
     log_path: str | None = None
     cancelled: bool = False
     claude: ClaudeRun | None = None
+    timeout_kind: str | None = None
 
 
 def is_slash_command(action: str) -> bool:
@@ -137,6 +141,7 @@ class _RunningAction:
         self.killed_by_cancel = False
         self.adopted = False  # its group was kept running: the streams are not ours now
         self.exited_at: float | None = None
+        self.stderr_reads = 0  # times stderr had something (the idle timeout watches it)
         self._behind = False  # the last follow stopped with lines still unread
         # poll(), not epoll: two descriptors, and no epoll instance to make, fill and
         # close per action (six system calls).
@@ -150,17 +155,20 @@ class _RunningAction:
     def finished(self) -> bool:
         return self.exited_at is not None and not self.stderr.open
 
-    def wait(self, deadline: float, readers: OutputReaders) -> str:
+    def wait(self, deadline: float, readers: OutputReaders, idle: IdleWatch | None = None) -> str:
         """Watch the action until something decides the outcome; return that outcome.
 
         `finished`: exited and stderr closed. `cancelled`: `cancel()` was called.
-        `timeout`: the deadline passed while the action was still running. `lingering`:
-        the action exited but a background child kept stderr open past the drain time.
+        `timeout`: the deadline passed while the action was still running. `idle`: it
+        printed nothing for `idle.seconds`. `lingering`: the action exited but a
+        background child kept stderr open past the drain time.
         """
         while not self.finished:
             if self.cancelled:
                 return "cancelled"
             self._give_notice()
+            if self.exited_at is None and self._too_quiet(idle):
+                return "idle"
             limit = deadline
             if self.exited_at is not None:
                 limit = min(deadline, self.exited_at + PIPE_DRAIN_SECONDS)
@@ -168,6 +176,14 @@ class _RunningAction:
                 return "lingering" if self.exited_at is not None else "timeout"
         # A cancel that killed the action shows up as its exit: it is still a cancel.
         return "cancelled" if self.cancelled else "finished"
+
+    def _too_quiet(self, idle: IdleWatch | None) -> bool:
+        """Whether the action has written nothing (stdout's size, stderr's reads) for the
+        idle timeout."""
+        if idle is None:
+            return False
+        marker = (os.fstat(self.stdout.fd).st_size, self.stderr_reads)
+        return idle.too_quiet(marker, time.monotonic())
 
     def _give_notice(self) -> None:
         due = self.exited_at is None and time.monotonic() >= self.notice_at
@@ -203,6 +219,7 @@ class _RunningAction:
         return True
 
     def _drain_stderr(self) -> None:
+        self.stderr_reads += 1
         self.stderr.drain()
         if not self.stderr.open:
             self._selector.unregister(self.stderr.fd)
@@ -255,7 +272,9 @@ class DefaultActionRunner:
     `supports_streaming`: `run` takes `on_line`; `supports_text_blocks`: and `on_text`.
     `supports_output_log`: `run` takes `log_path`, the file that receives the action's
     whole stdout. `supports_resume_session`: `run` takes `resume_session`, a claude
-    session a slash command continues (`--resume`).
+    session a slash command continues (`--resume`). `supports_head_options`: `run` takes
+    `claude_flags` (more flags for claude: HEAD's `--agent`, `--tools`, `--model`) and
+    `idle_timeout` (stop an action silent that long).
 
     Slash commands run with `--output-format stream-json --verbose`: the readers get only
     what the agent says (`claude_stream`), the log keeps the lines claude printed.
@@ -265,6 +284,7 @@ class DefaultActionRunner:
     supports_text_blocks = True
     supports_output_log = True
     supports_resume_session = True
+    supports_head_options = True
 
     def __init__(
         self,
@@ -297,6 +317,8 @@ class DefaultActionRunner:
         log_path: Path | None = None,
         on_text: TextCallback | None = None,
         resume_session: str | None = None,
+        claude_flags: tuple[str, ...] = (),
+        idle_timeout: float | None = None,
     ) -> ActionResult:
         """Run `action` for at most `timeout` seconds; never raises for expected failures.
 
@@ -308,6 +330,9 @@ class DefaultActionRunner:
         `log_path` (its folder is created, an old file there replaced) receives all of
         stdout, and `<log_path minus .log>.stderr.log` all of stderr; each appears once
         the action has printed something to it (see `output_files.PendingLog`).
+        `claude_flags` go on a slash command's claude command line; `idle_timeout` stops
+        an action that writes nothing for that many seconds (exit 124, `timeout_kind`
+        `idle`).
         """
         if reference_seams.subprocess_run_replaced():  # a test double of the reference's seam
             ran = reference_seams.run_as_reference(
@@ -315,7 +340,7 @@ class DefaultActionRunner:
             )
             return ActionResult(*ran)
         started = time.monotonic()
-        argv = self._argv(action, is_slash_command, resume_session)
+        argv = self._argv(action, is_slash_command, resume_session, claude_flags)
         try:
             running = self._start(argv, log_path)
         except (OSError, ValueError) as exc:
@@ -337,7 +362,8 @@ class DefaultActionRunner:
             claude = ClaudeStream(readers, cap=self.output_cap) if is_slash_command else None
             if claude is not None:  # claude's lines go through it, always followed
                 readers = OutputReaders(on_text=claude.feed)
-            return self._supervise(running, started, timeout, readers, claude)
+            idle = IdleWatch(idle_timeout) if idle_timeout else None
+            return self._supervise(running, started, timeout, readers, claude, idle)
         except BaseException:
             # Ctrl-C or a raising line callback: never leave the action running behind us.
             running.signal_group(signal.SIGKILL)
@@ -368,12 +394,16 @@ class DefaultActionRunner:
         running.signal_group(signal.SIGTERM)
 
     def _argv(
-        self, action: str, is_slash_command: bool, resume_session: str | None = None
+        self,
+        action: str,
+        is_slash_command: bool,
+        resume_session: str | None = None,
+        claude_flags: tuple[str, ...] = (),
     ) -> list[str]:
         if not is_slash_command:
             return ["bash", "-c", action]
         resume = ["--resume", resume_session] if resume_session else []
-        flags = ["--dangerously-skip-permissions", *STREAM_JSON_FLAGS, *resume]
+        flags = ["--dangerously-skip-permissions", *STREAM_JSON_FLAGS, *resume, *claude_flags]
         return [self._claude_bin(), *flags, "-p", action]
 
     @staticmethod
@@ -417,8 +447,9 @@ class DefaultActionRunner:
         timeout: float,
         readers: OutputReaders,
         claude: ClaudeStream | None,
+        idle: IdleWatch | None = None,
     ) -> ActionResult:
-        outcome = running.wait(started + timeout, readers)
+        outcome = running.wait(started + timeout, readers, idle)
         if outcome not in ("finished", "lingering"):
             running.stop_group(readers)
         running.stdout.finish(readers)
@@ -432,6 +463,12 @@ class DefaultActionRunner:
             result.cancelled = True
         elif outcome == "timeout":
             _mark_interrupted(result, TIMEOUT_EXIT_CODE, f"Action timed out after {timeout:g}s")
+            result.timeout_kind = "wall"
+        elif outcome == "idle":
+            assert idle is not None
+            message = f"Action idle for {idle.seconds:g}s (no output)"
+            _mark_interrupted(result, TIMEOUT_EXIT_CODE, message)
+            result.timeout_kind = "idle"
         elif claude is not None:
             _explain_claude_refusal(result)
         return result

@@ -108,6 +108,8 @@ async def run_action(request: ActionInput) -> ActionOutput:
             on_text=marker_lines.feed,
             log_path=log_path,
             resume_session=request.resume_session,
+            claude_flags=tuple(request.claude_flags),
+            idle_timeout=request.idle_timeout,
         )
     )
     try:

@@ -131,6 +131,9 @@ class ActionInput:
     # pruning); `logs_in_use`: the logs a capture or `${prev}` still names (never pruned).
     logs_keep: int = 0
     logs_in_use: list[str] = field(default_factory=list)
+    # HEAD files: more flags for a prompt action's claude; stop an action silent that long.
+    claude_flags: list[str] = field(default_factory=list)
+    idle_timeout: float | None = None
 
 
 @dataclass

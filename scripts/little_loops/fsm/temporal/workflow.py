@@ -271,6 +271,8 @@ class LoopWorkflow:
             checkout=run.checkout,
             log_path=str(request.log_path) if request.log_path else None,
             resume_session=request.resume_session,
+            claude_flags=list(request.claude_flags),
+            idle_timeout=request.idle_timeout,
             logs_keep=self._logs_keep(),
             logs_in_use=_logs_in_use(core.cursor),
         )
