@@ -82,6 +82,13 @@ FINAL_STATUSES = {
     "stalled": "stalled",
     "budget_exhausted": "budget_exhausted",
     "usage_limited": "usage_limited",
+    # HEAD loops (engine/head_endings.py): a failure terminal fails the run; the caps are
+    # resumable like max_iterations; a cycle or a repeated failure stalls it.
+    "failure_terminal": "failed",
+    "max_steps": "interrupted",
+    "max_iterations_reached": "interrupted",
+    "cycle_detected": "stalled",
+    "stall_detected": "stalled",
 }
 _NOT_DETAILS = ("event", "ts", "type", "verdict")
 _RESUMABLE = UNFINISHED_STATUSES
