@@ -259,9 +259,11 @@ class RunCore:
     def _end_at_cap(self, sc: StepContext, cap: str) -> _Sub:
         """HEAD §7.3/§7.4: run the cap's summary state once (its action runs even when it
         is terminal), then end with the cap whatever the state did (an interruption stays
-        one)."""
+        one). The run stands again where the cap stopped it (a `route` back, which also
+        saves that place), so a resume with a higher cap goes on with the work."""
         fsm, cursor = self.fsm, self.cursor
         assert isinstance(fsm, HeadLoop)
+        pending = cursor.current_state
         summary = take_summary(fsm, cap, cursor.iteration, cursor.head, self._emit)
         if summary is not None:
             cursor.current_state = summary
@@ -270,6 +272,8 @@ class RunCore:
             ending = yield from self._run_state(sc, state)
             if ending is not None and ending.terminated_by == "signal":
                 return ending
+            self._emit("route", **{"from": cursor.current_state, "to": pending, "reason": cap})
+            cursor.current_state = pending
         return Ending(cap)
 
     def _enter(self, state: StateConfig) -> None:
