@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from head_engine_helpers import DONE, head_loop, run_head
+from head_engine_helpers import DONE, Recorder, head_loop, run_head
 
+from little_loops.fsm.engine.run_loop import FSMExecutor
 from little_loops.fsm.persistence import RUNNING_DIR, PersistentExecutor
 
 
@@ -73,10 +74,13 @@ def test_s7_1_entering_another_state_clears_the_count(project: Path) -> None:
         "gave_up": DONE,
         "done": DONE,
     }
-    result, events = run_head(states)
+    executor = FSMExecutor(head_loop(states), event_callback=(events := Recorder()))
+    result = executor.run()
     assert result.final_state == "done"
     assert runs(project) == 6
     assert events.of("retry_exhausted") == []
+    head = executor.cursor.head
+    assert (head.previous_state, head.retry_counts) == ("check", {})
 
 
 def test_s9g_current_and_templates_in_on_retry_exhausted(project: Path) -> None:
