@@ -13,8 +13,11 @@ from head_engine_helpers import DONE, Recorder, head_loop, run_head
 
 from little_loops.cli.exit_codes import exit_code_for
 from little_loops.cli.summary import summarize
+from little_loops.fsm.engine.core import RunCore
+from little_loops.fsm.engine.requests import FingerprintPaths
 from little_loops.fsm.engine.run_loop import FSMExecutor
 from little_loops.fsm.persistence import RUNNING_DIR, PersistentExecutor
+from little_loops.fsm.process.clock import SYSTEM_CLOCK
 from little_loops.fsm.schema import FSMLoop
 
 
@@ -238,3 +241,36 @@ def test_s7_7_next_states_are_not_recorded(project: Path) -> None:
     result, events = run_head(states, circuit=circuit, max_steps=4)
     assert result.terminated_by == "max_steps"
     assert events.of("stall_detected") == []
+
+
+def test_s7_7_progress_paths_that_change_clear_the_window(project: Path) -> None:
+    (project / "out").mkdir()
+    states = {
+        "build": {
+            "action": "echo x >> out/progress.txt; echo y >> out/noise.txt; exit 1",
+            "on_no": "$current",
+        },
+    }
+    watched = {"window": 2, "progress_paths": ["${context.dir}"]}
+    result, events = run_head(
+        states, context={"dir": "out"}, circuit={"repeated_failure": watched}, max_steps=4
+    )
+    assert result.terminated_by == "max_steps"
+    assert events.of("stall_detected") == []
+    # Only an excluded file changes: no progress, the window fills.
+    ignored = {**watched, "exclude_paths": ["out/progress.txt", "out/noise.txt"]}
+    result, events = run_head(
+        states, context={"dir": "out"}, circuit={"repeated_failure": ignored}, max_steps=4
+    )
+    assert (result.terminated_by, result.iterations) == ("stall_detected", 2)
+
+
+def test_s7_7_the_core_asks_its_driver_for_the_progress_fingerprint() -> None:
+    """The run core does no I/O: the interpolated paths come as a `FingerprintPaths`."""
+    circuit = {
+        "repeated_failure": {"progress_paths": ["${context.dir}/*.md"], "exclude_paths": ["x"]}
+    }
+    loop = head_loop({"check": {"on_yes": "$current"}}, context={"dir": "docs"}, circuit=circuit)
+    core = RunCore(loop, clock=SYSTEM_CLOCK)
+    request = core.next_request()
+    assert request == FingerprintPaths(("docs/*.md",), ("x",))

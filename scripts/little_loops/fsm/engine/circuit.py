@@ -20,10 +20,12 @@ from typing import Any
 from little_loops.fsm.engine.head_endings import STALL_DETECTED
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.engine.head_routing import HeadRoute
+from little_loops.fsm.engine.requests import FingerprintPaths
 from little_loops.fsm.engine.step_result import Ending
+from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
 from little_loops.fsm.model.head_parts import CircuitConfig
 
-__all__ = ["ABORT", "Trip", "note_outcome", "trip_route"]
+__all__ = ["ABORT", "Trip", "note_outcome", "trip_route", "watched_paths"]
 
 ABORT = "abort"
 
@@ -58,6 +60,22 @@ def note_outcome(
     if circuit.recurrent_window is None:
         del records[:-window]  # only the window matters: the state file stays small
     return trip
+
+
+def watched_paths(circuit: CircuitConfig, ctx: InterpolationContext) -> FingerprintPaths:
+    """The request for the fingerprint of `progress_paths` minus `exclude_paths` (their
+    templates interpolated; one that cannot be is watched as written)."""
+    return FingerprintPaths(
+        tuple(_path(template, ctx) for template in circuit.progress_paths),
+        tuple(_path(template, ctx) for template in circuit.exclude_paths),
+    )
+
+
+def _path(template: str, ctx: InterpolationContext) -> str:
+    try:
+        return interpolate(template, ctx)
+    except InterpolationError:
+        return template
 
 
 def trip_route(circuit: CircuitConfig, trip: Trip, emit: Callable[..., None]) -> Ending | HeadRoute:

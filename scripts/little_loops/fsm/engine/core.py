@@ -26,7 +26,7 @@ from little_loops.fsm.engine.action_step import (
     prepare_retry,
     spent_tokens,
 )
-from little_loops.fsm.engine.circuit import note_outcome, trip_route
+from little_loops.fsm.engine.circuit import note_outcome, trip_route, watched_paths
 from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor, StepContext, iso_time
 from little_loops.fsm.engine.edge_revisits import count_edge
 from little_loops.fsm.engine.evaluation_step import (
@@ -345,7 +345,7 @@ class RunCore:
         if handoff is not None:
             return (yield from self._hand_off(sc, handoff))
         if isinstance(state, HeadStateConfig):
-            tripped = self._circuit_trip(state, step)
+            tripped = yield from self._circuit_trip(state, ctx, step)
             if tripped is not None:
                 return self._head_detour(sc, tripped, ctx)
         return route_after_step(sc, state, ctx, step)
@@ -359,15 +359,21 @@ class RunCore:
         ctx.result = self.cursor.last_result
         return move_head(sc, detour, ctx)
 
-    def _circuit_trip(self, state: HeadStateConfig, step: Step) -> Ending | HeadRoute | None:
-        """HEAD §7.7 after an evaluated state (not `next:` or `loop:` states)."""
+    def _circuit_trip(
+        self, state: HeadStateConfig, ctx: InterpolationContext, step: Step
+    ) -> Generator[Request, Any, Ending | HeadRoute | None]:
+        """HEAD §7.7 after an evaluated state (not `next:` or `loop:` states); the driver
+        fingerprints `progress_paths` (host I/O)."""
         fsm = self.fsm
         circuit = fsm.circuit if isinstance(fsm, HeadLoop) else None
         if circuit is None or step.verdict is None or state.next or state.loop:
             return None
+        fingerprint = None
+        if circuit.progress_paths:
+            fingerprint = yield watched_paths(circuit, ctx)
         exit_code = step.action.exit_code if step.action is not None else 0
         outcome = (self.cursor.current_state, exit_code, step.verdict)
-        trip = note_outcome(circuit, self.cursor.head, outcome)
+        trip = note_outcome(circuit, self.cursor.head, outcome, fingerprint)
         return None if trip is None else trip_route(circuit, trip, self._emit)
 
     # -- an action, and the limits it may meet ---------------------------------------------
