@@ -13,7 +13,7 @@ from head_engine_helpers import DONE, Recorder, head_loop, run_head
 
 from little_loops.cli.exit_codes import exit_code_for
 from little_loops.cli.summary import summarize
-from little_loops.fsm.persistence import RUNNING_DIR, PersistentExecutor
+from little_loops.fsm.persistence import RUNNING_DIR, NotResumableError, PersistentExecutor
 
 
 @pytest.fixture
@@ -128,3 +128,12 @@ def test_s7_4_the_pass_cap_with_max_steps_runs_on_max_iterations_once(project: P
     result, events = run_head(MAINTAINED, max_steps=50, max_iterations=1)
     assert (result.terminated_by, result.final_state) == ("terminal", "done")
     assert "max_iterations_reached_summary" not in events.names()
+
+
+def test_s7_3_a_resume_at_the_same_step_cap_is_refused_with_the_way_on(project: Path) -> None:
+    PersistentExecutor(head_loop(SPIN, max_steps=2)).run()
+    with pytest.raises(NotResumableError) as refused:
+        PersistentExecutor(head_loop(SPIN, max_steps=2)).resume_checked()
+    assert str(refused.value) == (
+        "loop 'demo' reached max_steps (2 steps done); to go on: ll-loop resume demo -n 4"
+    )

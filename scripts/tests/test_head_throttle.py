@@ -12,11 +12,12 @@ import pytest
 from head_engine_helpers import DONE, Recorder, head_loop, run_head
 
 from little_loops.cli.exit_codes import exit_code_for
+from little_loops.cli.history_lines import readable_lines
 from little_loops.cli.summary import summarize
 from little_loops.fsm.engine.core import RunCore
 from little_loops.fsm.engine.requests import FingerprintPaths
 from little_loops.fsm.engine.run_loop import FSMExecutor
-from little_loops.fsm.persistence import RUNNING_DIR, PersistentExecutor
+from little_loops.fsm.persistence import RUNNING_DIR, PersistentExecutor, get_loop_history
 from little_loops.fsm.process.clock import SYSTEM_CLOCK
 from little_loops.fsm.schema import FSMLoop
 
@@ -274,3 +275,25 @@ def test_s7_7_the_core_asks_its_driver_for_the_progress_fingerprint() -> None:
     core = RunCore(loop, clock=SYSTEM_CLOCK)
     request = core.next_request()
     assert request == FingerprintPaths(("docs/*.md",), ("x",))
+
+
+def test_s7_5_history_shows_the_throttle_events_and_the_move_they_made(project: Path) -> None:
+    states = {
+        "work": {
+            "action": "true",
+            "on_yes": "$current",
+            "throttle": LIMITS,
+            "on_throttle_hard": "cool",
+        },
+        "cool": DONE,
+    }
+    PersistentExecutor(head_loop(states)).run()
+    lines = readable_lines(get_loop_history("demo", None), lambda index: True, fold=True)
+    # without the clock time, and the visits' durations
+    said = [line.split(" ", 1)[1].split("  (", 1)[0] for line in lines]
+    assert said[2:5] == [
+        "throttle_warn state=work count=2 normal_max=1 warn_max=2 hard_max=3",
+        "work  ✓ success -> work",
+        "throttle_hard state=work count=3 hard_max=3 next=cool",
+    ]
+    assert said[5] == "work  throttle_hard -> cool"

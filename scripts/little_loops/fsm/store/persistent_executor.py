@@ -201,9 +201,12 @@ def _loop_mismatch(state: LoopState, fsm: FSMLoop) -> str | None:
             f"no longer has; restore state '{state.current_state}' in the file, then: "
             f"ll-loop resume {name}"
         )
-    if state.terminated_by == "max_iterations" and state.iteration >= fsm.max_iterations:
+    cap = state.terminated_by
+    if cap in ("max_iterations", "max_steps") and state.iteration >= fsm.max_iterations:
+        # `max_steps`: a HEAD loop's step cap, kept in `max_iterations` (model/head_loop.py)
+        done = "steps" if cap == "max_steps" else "iterations"
         return (
-            f"loop '{name}' reached max_iterations ({state.iteration} iterations done); "
+            f"loop '{name}' reached {cap} ({state.iteration} {done} done); "
             f"to go on: ll-loop resume {name} -n {state.iteration + fsm.max_iterations}"
         )
     return None
