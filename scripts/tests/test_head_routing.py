@@ -333,3 +333,24 @@ def test_s1_legacy_routing_has_no_no_to_on_error_fall_through() -> None:
         "error",
         "No valid transition for verdict 'failure' in state 'check'",
     )
+
+
+def test_s3_3_5_in_maintain_mode_a_verdict_without_route_starts_over() -> None:
+    states = {
+        "start": {"action": "true", "on_yes": "check"},
+        "check": {"action": "exit 1", "on_yes": "start"},
+        "again": {"action": "exit 1", "on_yes": "start", "on_maintain": "check"},
+    }
+    result, events = run_head(states, maintain=True, max_steps=3)
+    assert result.terminated_by == "max_steps"
+    assert events.of("route")[1] == {
+        "event": "route",
+        "from": "check",
+        "to": "start",
+        "verdict": "failure",
+        "reason": "maintain",
+    }
+    result, events = run_head(
+        {**states, "start": {"action": "true", "on_yes": "again"}}, maintain=True, max_steps=2
+    )
+    assert events.routes() == [("start", "again"), ("again", "check")]

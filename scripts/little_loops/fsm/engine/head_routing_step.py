@@ -38,9 +38,12 @@ def route_head_step(
     route = _next_state(sc, state, step) if state.next else _evaluated(sc, state, step)
     if isinstance(route, Ending):
         return route
+    if route.target is None and stop is not None:
+        return Ending("signal_stop", stop_reason=stop.payload)
+    if route.target is None and sc.fsm.maintain:
+        # §3.3.5: in maintain mode a verdict without a route starts the loop over
+        route = HeadRoute(state.on_maintain or sc.fsm.initial, "maintain")
     if route.target is None:
-        if stop is not None:
-            return Ending("signal_stop", stop_reason=stop.payload)
         message = no_route_message(sc.cursor.current_state, step.verdict, step.details)
         return Ending("error", message)
     ctx.result = sc.cursor.last_result
