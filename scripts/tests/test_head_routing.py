@@ -26,7 +26,7 @@ def test_s3_1_route_table_key_yes_matches_the_success_verdict() -> None:
     result, events = run_head({"check": {"action": "true", "route": {"yes": "done"}}, "done": DONE})
     assert (result.terminated_by, result.final_state) == ("terminal", "done")
     assert events.of("route") == [
-        {"event": "route", "from": "check", "to": "done", "verdict": "success"}
+        {"event": "route", "from": "check", "to": "done", "verdict": "yes"}
     ]
 
 
@@ -72,11 +72,11 @@ def test_s3_3_2_route_table_order_for_no_and_error() -> None:
     )
     assert result.final_state == "done"
     assert [(e["from"], e["to"], e["verdict"]) for e in events.of("route")] == [
-        ("a", "b", "failure"),
-        ("b", "c", "failure"),
+        ("a", "b", "no"),
+        ("b", "c", "no"),
         ("c", "d", "error"),
-        ("d", "e", "failure"),
-        ("e", "done", "success"),
+        ("d", "e", "no"),
+        ("e", "done", "yes"),
     ]
 
 
@@ -121,7 +121,13 @@ def judge_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropicServer]:
 
 def answers(server: FakeAnthropicServer, *verdicts: str) -> None:
     for verdict in verdicts:
-        answer = {"verdict": verdict, "confidence": 0.9, "reason": f"said {verdict}"}
+        confidence = 0.1 if verdict == "unsure" else 0.9  # with uncertain_suffix: "_uncertain"
+        answer = {
+            "verdict": "cannot_judge" if verdict == "unsure" else verdict,
+            "confidence": confidence,
+            "reason": f"said {verdict}",
+            "evidence": "the work",
+        }
         server.replies.append(Reply(tool_use_message(answer)))
 
 
@@ -150,11 +156,16 @@ def test_s3_3_4_cannot_judge_holds_twice_then_goes_to_error_never_to_default(
 def test_s3_3_4_a_hold_ends_when_the_judge_answers_and_a_declared_route_never_holds(
     judge_api: FakeAnthropicServer,
 ) -> None:
-    answers(judge_api, "cannot_judge", "yes", "cannot_judge_uncertain")
+    answers(judge_api, "cannot_judge", "yes", "unsure")
     result, events = run_head(
         {
             "judge": {**JUDGED, "on_yes": "second", "on_error": "wrong"},
-            "second": {**JUDGED, "on_cannot_judge_uncertain": "ask", "on_error": "wrong"},
+            "second": {
+                "action": "echo more work",
+                "evaluate": {"type": "llm_structured", "uncertain_suffix": True},
+                "on_cannot_judge_uncertain": "ask",
+                "on_error": "wrong",
+            },
             "ask": DONE,
             "wrong": DONE,
         }
@@ -347,7 +358,7 @@ def test_s3_3_5_in_maintain_mode_a_verdict_without_route_starts_over() -> None:
         "event": "route",
         "from": "check",
         "to": "start",
-        "verdict": "failure",
+        "verdict": "no",
         "reason": "maintain",
     }
     result, events = run_head(
