@@ -45,7 +45,7 @@ def test_s7_3_the_step_cap_ends_the_run_max_steps_resumable_exit_4(project: Path
     summary = summarize(result, loop, "demo")
     assert summary.lines[0].startswith("Loop stopped: work (3 iterations, ")
     assert summary.lines[0].endswith(") - max_steps (3) reached")
-    assert summary.lines[1:] == ["Resume with: ll-loop resume demo -n 6"]
+    assert summary.lines[1:] == ["Resume with: ll-loop resume demo --max-steps 6"]
     assert not summary.is_problem
 
 
@@ -121,9 +121,7 @@ def test_s7_4_the_pass_cap_with_max_steps_runs_on_max_iterations_once(project: P
     assert (saved(project)["status"], exit_code_for(result.terminated_by)) == ("interrupted", 4)
     summary = summarize(result, loop, "demo")
     assert summary.lines[0].endswith(") - max_iterations (2 passes) reached")
-    assert summary.lines[1] == (
-        "Resume with: ll-loop resume demo (after raising max_iterations in the loop file)"
-    )
+    assert summary.lines[1] == "Resume with: ll-loop resume demo -n 4"
     # Without maintain the pass cap never fires (and max_iterations is not a step cap).
     result, events = run_head(MAINTAINED, max_steps=50, max_iterations=1)
     assert (result.terminated_by, result.final_state) == ("terminal", "done")
@@ -135,5 +133,5 @@ def test_s7_3_a_resume_at_the_same_step_cap_is_refused_with_the_way_on(project: 
     with pytest.raises(NotResumableError) as refused:
         PersistentExecutor(head_loop(SPIN, max_steps=2)).resume_checked()
     assert str(refused.value) == (
-        "loop 'demo' reached max_steps (2 steps done); to go on: ll-loop resume demo -n 4"
+        "loop 'demo' reached max_steps (2 steps done); to go on: ll-loop resume demo --max-steps 4"
     )

@@ -96,14 +96,15 @@ def _head_outcome(
             is_problem=True,
         )
     if outcome == "max_steps":
-        go_on = f"Resume with: {resume} -n {result.iterations + fsm.max_iterations}"
+        # `--max-steps`: HEAD's step cap (`-n` is HEAD's max_iterations, maybe the pass cap)
+        go_on = f"Resume with: {resume} --max-steps {result.iterations + fsm.max_iterations}"
         return Summary(
             [f"Loop stopped: {where} - max_steps ({fsm.max_iterations}) reached", go_on],
             essential=[go_on],
         )
     if outcome == "max_iterations_reached":
-        passes = getattr(fsm, "max_passes", None)
-        raise_it = f"Resume with: {resume} (after raising max_iterations in the loop file)"
+        passes = getattr(fsm, "max_passes", None) or 0
+        raise_it = f"Resume with: {resume} -n {2 * passes}"
         stopped = f"Loop stopped: {where} - max_iterations ({passes} passes) reached"
         return Summary([stopped, raise_it], essential=[raise_it])
     if outcome in ("cycle_detected", "stall_detected"):

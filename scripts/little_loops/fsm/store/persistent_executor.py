@@ -204,10 +204,10 @@ def _loop_mismatch(state: LoopState, fsm: FSMLoop) -> str | None:
     cap = state.terminated_by
     if cap in ("max_iterations", "max_steps") and state.iteration >= fsm.max_iterations:
         # `max_steps`: a HEAD loop's step cap, kept in `max_iterations` (model/head_loop.py)
-        done = "steps" if cap == "max_steps" else "iterations"
+        done, flag = ("steps", "--max-steps") if cap == "max_steps" else ("iterations", "-n")
         return (
             f"loop '{name}' reached {cap} ({state.iteration} {done} done); "
-            f"to go on: ll-loop resume {name} -n {state.iteration + fsm.max_iterations}"
+            f"to go on: ll-loop resume {name} {flag} {state.iteration + fsm.max_iterations}"
         )
     return None
 
