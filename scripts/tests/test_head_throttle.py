@@ -1,6 +1,5 @@
-"""HEAD throttle and edge revisits (spec/ll-head-dialect.md §7.5), and the
-`circuit.repeated_failure` detector (§7.7), with the real executor, persistence and shell
-actions."""
+"""HEAD throttle and edge revisits (spec/ll-head-dialect.md §7.5), with the real
+executor, persistence and shell actions."""
 
 from __future__ import annotations
 
@@ -14,11 +13,8 @@ from head_engine_helpers import DONE, Recorder, head_loop, run_head
 from little_loops.cli.exit_codes import exit_code_for
 from little_loops.cli.history_lines import readable_lines
 from little_loops.cli.summary import summarize
-from little_loops.fsm.engine.core import RunCore
-from little_loops.fsm.engine.requests import FingerprintPaths
 from little_loops.fsm.engine.run_loop import FSMExecutor
 from little_loops.fsm.persistence import RUNNING_DIR, PersistentExecutor, get_loop_history
-from little_loops.fsm.process.clock import SYSTEM_CLOCK
 from little_loops.fsm.schema import FSMLoop
 
 
@@ -167,115 +163,6 @@ def test_s7_5_head_loops_cap_edges_at_100_and_legacy_loops_do_not(project: Path)
         {"name": "demo", "initial": "spin", "states": spin, "max_iterations": 150}
     )
     assert FSMExecutor(legacy).run().terminated_by == "max_iterations"
-
-
-# --- circuit.repeated_failure ------------------------------------------------------------------
-
-
-# exit 3: the `error` verdict in both dialects
-FAILING = {"build": {"action": "echo x >> runs.txt; exit 3", "on_error": "$current"}}
-
-
-def test_s7_7_the_same_failure_window_times_aborts_stall_detected(project: Path) -> None:
-    loop = head_loop(FAILING, circuit={"repeated_failure": {"window": 3}})
-    recorder = Recorder()
-    result = PersistentExecutor(loop, event_callback=recorder).run()
-    assert (result.terminated_by, result.error) == (
-        "stall_detected",
-        "repeated failure: state 'build' ended with exit code 3 and verdict 'error' "
-        "3 times (consecutive)",
-    )
-    assert recorder.of("stall_detected") == [
-        {
-            "event": "stall_detected",
-            "state": "build",
-            "exit_code": 3,
-            "verdict": "error",
-            "consecutive": 3,
-            "action": "abort",
-        }
-    ]
-    assert (project / "runs.txt").read_text().count("x") == 3
-    assert (saved(project)["status"], exit_code_for(result.terminated_by)) == ("stalled", 5)
-
-
-def test_s7_7_a_recovery_state_bypasses_routing_and_the_window_is_kept(project: Path) -> None:
-    # rescue is a next: state (not recorded): the next failure of build trips again.
-    states = {**FAILING, "rescue": {"action": "true", "next": "build"}}
-    circuit = {"repeated_failure": {"window": 2, "on_repeated_failure": "rescue"}}
-    result, events = run_head(states, circuit=circuit, max_steps=6)
-    assert result.terminated_by == "max_steps"
-    assert [(e["to"], e.get("reason")) for e in events.of("route")] == [
-        ("build", None),
-        ("rescue", "repeated_failure"),
-        ("build", None),
-        ("rescue", "repeated_failure"),
-        ("build", None),
-        ("rescue", "repeated_failure"),
-    ]
-    assert [e["action"] for e in events.of("stall_detected")] == ["rescue"] * 3
-
-
-def test_s7_7_recurrent_window_counts_the_same_outcome_across_the_run(project: Path) -> None:
-    states = {
-        "build": {"action": "exit 3", "on_error": "lint"},
-        "lint": {"action": "true", "on_yes": "build"},
-    }
-    circuit = {"repeated_failure": {"window": 3, "recurrent_window": 3}}
-    result, events = run_head(states, circuit=circuit)
-    assert result.terminated_by == "stall_detected"
-    assert events.of("stall_detected") == [
-        {
-            "event": "stall_detected",
-            "state": "build",
-            "exit_code": 3,
-            "verdict": "error",
-            "recurrent": 3,
-            "action": "abort",
-        }
-    ]
-    assert result.iterations == 5
-
-
-def test_s7_7_next_states_are_not_recorded(project: Path) -> None:
-    states = {"step": {"action": "exit 1", "next": "step"}}
-    circuit = {"repeated_failure": {"window": 2}}
-    result, events = run_head(states, circuit=circuit, max_steps=4)
-    assert result.terminated_by == "max_steps"
-    assert events.of("stall_detected") == []
-
-
-def test_s7_7_progress_paths_that_change_clear_the_window(project: Path) -> None:
-    (project / "out").mkdir()
-    states = {
-        "build": {
-            "action": "echo x >> out/progress.txt; echo y >> out/noise.txt; exit 3",
-            "on_error": "$current",
-        },
-    }
-    watched = {"window": 2, "progress_paths": ["${context.dir}"]}
-    result, events = run_head(
-        states, context={"dir": "out"}, circuit={"repeated_failure": watched}, max_steps=4
-    )
-    assert result.terminated_by == "max_steps"
-    assert events.of("stall_detected") == []
-    # Only an excluded file changes: no progress, the window fills.
-    ignored = {**watched, "exclude_paths": ["out/progress.txt", "out/noise.txt"]}
-    result, events = run_head(
-        states, context={"dir": "out"}, circuit={"repeated_failure": ignored}, max_steps=4
-    )
-    assert (result.terminated_by, result.iterations) == ("stall_detected", 2)
-
-
-def test_s7_7_the_core_asks_its_driver_for_the_progress_fingerprint() -> None:
-    """The run core does no I/O: the interpolated paths come as a `FingerprintPaths`."""
-    circuit = {
-        "repeated_failure": {"progress_paths": ["${context.dir}/*.md"], "exclude_paths": ["x"]}
-    }
-    loop = head_loop({"check": {"on_yes": "$current"}}, context={"dir": "docs"}, circuit=circuit)
-    core = RunCore(loop, clock=SYSTEM_CLOCK)
-    request = core.next_request()
-    assert request == FingerprintPaths(("docs/*.md",), ("x",))
 
 
 def test_s7_5_history_shows_the_throttle_events_and_the_move_they_made(project: Path) -> None:
