@@ -135,3 +135,15 @@ def test_s7_3_a_resume_at_the_same_step_cap_is_refused_with_the_way_on(project: 
     assert str(refused.value) == (
         "loop 'demo' reached max_steps (2 steps done); to go on: ll-loop resume demo --max-steps 4"
     )
+
+
+def test_s9g_current_as_on_max_steps_summarises_in_the_state_the_cap_stopped(
+    project: Path,
+) -> None:
+    states = {"work": {"action": "echo run >> runs.txt", "on_yes": "$current"}}
+    result, events = run_head(states, max_steps=2, on_max_steps="$current")
+    assert (result.terminated_by, result.iterations) == ("max_steps", 3)
+    assert events.of("max_steps_summary") == [
+        {"event": "max_steps_summary", "summary_state": "work", "iterations": 2}
+    ]
+    assert (project / "runs.txt").read_text().count("run") == 3

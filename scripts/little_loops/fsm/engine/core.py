@@ -36,7 +36,7 @@ from little_loops.fsm.engine.evaluation_step import (
     needs_judgement,
 )
 from little_loops.fsm.engine.handoff_flow import handle_handoff
-from little_loops.fsm.engine.head_caps import cap_reached, take_summary
+from little_loops.fsm.engine.head_caps import announce_summary, cap_reached, take_summary
 from little_loops.fsm.engine.head_endings import CAP_ENDINGS, FAILURE_TERMINAL
 from little_loops.fsm.engine.head_routing import HeadRoute
 from little_loops.fsm.engine.head_routing_step import move_head
@@ -67,6 +67,7 @@ from little_loops.fsm.engine.requests import (
 )
 from little_loops.fsm.engine.retries import count_entry, leave_exhausted
 from little_loops.fsm.engine.revisions import WORKSPACE_FINGERPRINT, every_revision
+from little_loops.fsm.engine.routing import RoutingError, resolve_target
 from little_loops.fsm.engine.routing_step import (
     leave_over_visited,
     leave_stalled,
@@ -264,8 +265,15 @@ class RunCore:
         fsm, cursor = self.fsm, self.cursor
         assert isinstance(fsm, HeadLoop)
         pending = cursor.current_state
-        summary = take_summary(fsm, cap, cursor.iteration, cursor.head, self._emit)
-        if summary is not None:
+        target = take_summary(fsm, cap, cursor.head)
+        if target is not None:
+            try:  # `$current` and templates as in any route (§9g)
+                summary = resolve_target(
+                    target, current_state=pending, state_names=fsm.states, ctx=sc.interpolation()
+                )
+            except RoutingError as exc:
+                return Ending("error", str(exc))
+            announce_summary(cap, summary, cursor.iteration, cursor.head, self._emit)
             cursor.current_state = summary
             state = fsm.states[summary]
             self._enter(state)

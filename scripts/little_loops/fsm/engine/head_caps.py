@@ -17,7 +17,7 @@ from little_loops.fsm.engine.head_endings import MAX_PASSES_REACHED, MAX_STEPS
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.model.head_loop import HeadLoop
 
-__all__ = ["cap_reached", "take_summary"]
+__all__ = ["announce_summary", "cap_reached", "take_summary"]
 
 
 def cap_reached(fsm: HeadLoop, steps: int, memory: HeadMemory) -> str | None:
@@ -31,19 +31,24 @@ def cap_reached(fsm: HeadLoop, steps: int, memory: HeadMemory) -> str | None:
     return None
 
 
-def take_summary(
-    fsm: HeadLoop, cap: str, steps: int, memory: HeadMemory, emit: Callable[..., None]
-) -> str | None:
-    """The summary state to run once for `cap` (its event emitted), or None when the loop
-    has none or it already ran."""
+def take_summary(fsm: HeadLoop, cap: str, memory: HeadMemory) -> str | None:
+    """The summary state to run once for `cap`, as written (`$current` and templates are
+    resolved by the caller), marked as used; None when the loop has none or it already
+    ran."""
     key = "on_max_steps" if cap == MAX_STEPS else "on_max_iterations"
     name = fsm.on_max_steps if cap == MAX_STEPS else fsm.on_max_iterations
     if name is None or key in memory.summaries_run:
         return None
     memory.summaries_run.append(key)
-    payload: dict[str, Any] = {"summary_state": name}
+    return name
+
+
+def announce_summary(
+    cap: str, state: str, steps: int, memory: HeadMemory, emit: Callable[..., None]
+) -> None:
+    """`max_steps_summary` / `max_iterations_reached_summary` before `state` runs."""
+    payload: dict[str, Any] = {"summary_state": state}
     if cap == MAX_STEPS:
         emit("max_steps_summary", **payload, iterations=steps)
     else:
         emit("max_iterations_reached_summary", **payload, iteration_count=memory.passes)
-    return name
