@@ -30,6 +30,12 @@ _BY_OUTCOME = {
     "signal": INTERRUPTED,
     "usage_limited": USAGE_LIMITED,
     "budget_exhausted": BUDGET_EXHAUSTED,
+    # HEAD loops (fsm/engine/head_endings.py)
+    "failure_terminal": FAILED,
+    "max_steps": MAX_ITERATIONS,
+    "max_iterations_reached": MAX_ITERATIONS,
+    "cycle_detected": STALLED,
+    "stall_detected": STALLED,
 }
 
 EXIT_CODE_TABLE = """\
@@ -38,8 +44,8 @@ exit codes:
   1    loop failed (error, FATAL_ERROR, loop timeout, no route), loop not found or invalid
   2    command-line usage error
   3    paused for a context handoff (continue with: ll-loop resume <loop>)
-  4    max_iterations reached (maintain: true loops always end here or on timeout)
-  5    stalled (a guard stopped a loop going round in circles)
+  4    max_iterations (max_steps) reached (maintain: true loops always end here or on timeout)
+  5    stalled (a guard stopped a loop going round in circles; cycle or repeated failure)
   6    not started: the loop is already running, or a running loop shares its scope
   7    usage limit: Claude's limit resets beyond rate_limit.max_wait (resume after it)
   8    budget reached: max_cost_usd / --max-cost (resume with a higher --max-cost)

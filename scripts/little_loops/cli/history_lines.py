@@ -31,6 +31,11 @@ FOLDED = frozenset({"state_enter", "action_start", "action_complete", "evaluate"
 COST_KEYS = ("cost_usd", "total_cost_usd", "cost")
 VALUE_WIDTH = 60
 REASON_WIDTH = 80
+# Route reasons that are not a verdict's route (HEAD: a throttle's hard limit, the way
+# back after a cap's summary state).
+MOVES_WITHOUT_VERDICT = frozenset(
+    {"maintain", "max_visits", "throttle_hard", "max_steps", "max_iterations_reached"}
+)
 
 
 @dataclass
@@ -100,7 +105,7 @@ def _route_line(event: dict[str, Any], visit: _Visit) -> str:
     left = str(event.get("from", "?"))
     to = event.get("to", "?")
     reason = event.get("reason")
-    if reason in ("maintain", "max_visits"):
+    if reason in MOVES_WITHOUT_VERDICT:
         return f"{clock_time(event_moment(event))} {left}  {reason} -> {to}"
     verdict = str(event.get("verdict") or visit.verdict or "?")
     good = verdict in GOOD_VERDICTS

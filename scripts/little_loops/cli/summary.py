@@ -64,6 +64,9 @@ def _outcome(result: ExecutionResult, fsm: FSMLoop, loop_arg: str) -> Summary:
         )
     if outcome == "handoff":
         return _handoff_summary(result, fsm, where, loop_arg)
+    head = _head_outcome(result, fsm, where, loop_arg)
+    if head is not None:
+        return head
     if outcome == "signal":
         return Summary([f"Loop interrupted: {where}", resume], is_problem=True)
     if outcome == "budget_exhausted":
@@ -79,6 +82,37 @@ def _outcome(result: ExecutionResult, fsm: FSMLoop, loop_arg: str) -> Summary:
         stalled = f"Loop stalled: {where} - {_reason(result, fsm)}"
         return Summary([stalled, *_after_stall(result, loop_arg)], is_problem=True)
     return Summary([f"Loop failed: {where} - {_reason(result, fsm)}"], is_problem=True)
+
+
+def _head_outcome(
+    result: ExecutionResult, fsm: FSMLoop, where: str, loop_arg: str
+) -> Summary | None:
+    """The endings only a HEAD loop has (fsm/engine/head_endings.py); None for the others."""
+    outcome = result.terminated_by
+    resume = f"ll-loop resume {loop_arg}"
+    if outcome == "failure_terminal":
+        return Summary(
+            [f"Loop failed: {where} - ended at failure terminal '{result.final_state}'"],
+            is_problem=True,
+        )
+    if outcome == "max_steps":
+        # `--max-steps`: HEAD's step cap (`-n` is HEAD's max_iterations, maybe the pass cap)
+        go_on = f"Resume with: {resume} --max-steps {result.iterations + fsm.max_iterations}"
+        return Summary(
+            [f"Loop stopped: {where} - max_steps ({fsm.max_iterations}) reached", go_on],
+            essential=[go_on],
+        )
+    if outcome == "max_iterations_reached":
+        passes = getattr(fsm, "max_passes", None) or 0
+        raise_it = f"Resume with: {resume} -n {2 * passes}"
+        stopped = f"Loop stopped: {where} - max_iterations ({passes} passes) reached"
+        return Summary([stopped, raise_it], essential=[raise_it])
+    if outcome in ("cycle_detected", "stall_detected"):
+        cycle = outcome == "cycle_detected"
+        key = "max_edge_revisits" if cycle else "circuit.repeated_failure.window"
+        after = f"Resume with: {resume} (once what repeats is fixed, or after raising {key})"
+        return Summary([f"Loop stalled: {where} - {_reason(result, fsm)}", after], is_problem=True)
+    return None
 
 
 def _after_stall(result: ExecutionResult, loop_arg: str) -> list[str]:

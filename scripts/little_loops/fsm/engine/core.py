@@ -26,7 +26,9 @@ from little_loops.fsm.engine.action_step import (
     prepare_retry,
     spent_tokens,
 )
+from little_loops.fsm.engine.circuit import note_outcome, trip_route, watched_paths
 from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor, StepContext, iso_time
+from little_loops.fsm.engine.edge_revisits import count_edge
 from little_loops.fsm.engine.evaluation_step import (
     Judgement,
     evaluate_step,
@@ -34,7 +36,11 @@ from little_loops.fsm.engine.evaluation_step import (
     needs_judgement,
 )
 from little_loops.fsm.engine.handoff_flow import handle_handoff
+from little_loops.fsm.engine.head_caps import announce_summary, cap_reached, take_summary
 from little_loops.fsm.engine.head_context import FragmentParameterError
+from little_loops.fsm.engine.head_endings import CAP_ENDINGS, FAILURE_TERMINAL
+from little_loops.fsm.engine.head_routing import HeadRoute
+from little_loops.fsm.engine.head_routing_step import move_head
 from little_loops.fsm.engine.limit_policy import (
     LimitBackoff,
     LimitGiveUp,
@@ -60,7 +66,9 @@ from little_loops.fsm.engine.requests import (
     Sleep,
     WaitUntil,
 )
+from little_loops.fsm.engine.retries import count_entry, leave_exhausted
 from little_loops.fsm.engine.revisions import WORKSPACE_FINGERPRINT, every_revision
+from little_loops.fsm.engine.routing import RoutingError, resolve_target
 from little_loops.fsm.engine.routing_step import (
     leave_over_visited,
     leave_stalled,
@@ -77,8 +85,10 @@ from little_loops.fsm.engine.run_events import (
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.spending import format_cost
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step, step_ending
+from little_loops.fsm.engine.throttle import count_action_run, keep_visit_count
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext
+from little_loops.fsm.model.head_loop import HeadLoop, HeadStateConfig
 from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import FSMLoop, StateConfig
 from little_loops.fsm.signal_detector import SignalDetector
@@ -205,23 +215,75 @@ class RunCore:
             if state is None:
                 return Ending("error", f"State '{self.cursor.current_state}' is not in the loop")
             reason = self._stop_reason(state)
+            if reason in CAP_ENDINGS:
+                return (yield from self._end_at_cap(sc, reason))
             if reason is not None:
-                return Ending(reason, self._budget_message() if reason == BUDGET else None)
+                return Ending(reason, self._stop_message(reason))
             if state.terminal:
                 ending = maintain_restart(sc, state)
+            elif self._retries_exhausted(state):
+                ending = leave_exhausted(sc, state)
+                if ending is None:
+                    continue  # HEAD §7.1: nothing ran, no step
             elif not self.guards.may_enter(self.cursor.current_state, state):
                 ending = leave_over_visited(sc, state)
                 if ending is None:
                     continue  # nothing ran: no backoff before the state it went to
             else:
-                self._enter(state)
-                ending = yield from self._run_state(sc, state)
+                ending = yield from self._step(sc, state)
             if ending is not None:
                 return ending
             seconds = self._backoff_seconds()
             if seconds is not None:
                 self._emit("backoff", seconds=seconds)  # addition: so the wait can be shown
                 yield Sleep(seconds)
+
+    def _step(self, sc: StepContext, state: StateConfig) -> _Sub:
+        """Enter and run `state`; a HEAD run then counts the edge it took (§7.5)."""
+        self._enter(state)
+        source = self.cursor.current_state
+        ending = yield from self._run_state(sc, state)
+        fsm = self.fsm
+        if ending is None and isinstance(fsm, HeadLoop):
+            target = self.cursor.current_state
+            ending = count_edge(fsm, self.cursor.head, source, target, self._emit)
+        return ending
+
+    def _retries_exhausted(self, state: StateConfig) -> bool:
+        """HEAD §7.1 at the top of a pass: count the entry (and keep the throttle count of
+        this visit only, §7.5); True when `on_retry_exhausted` must be taken instead."""
+        if not isinstance(state, HeadStateConfig):
+            return False
+        memory, name = self.cursor.head, self.cursor.current_state
+        keep_visit_count(memory, name)
+        return count_entry(memory, name, state)
+
+    def _end_at_cap(self, sc: StepContext, cap: str) -> _Sub:
+        """HEAD §7.3/§7.4: run the cap's summary state once (its action runs even when it
+        is terminal), then end with the cap whatever the state did (an interruption stays
+        one). The run stands again where the cap stopped it (a `route` back, which also
+        saves that place), so a resume with a higher cap goes on with the work."""
+        fsm, cursor = self.fsm, self.cursor
+        assert isinstance(fsm, HeadLoop)
+        pending = cursor.current_state
+        target = take_summary(fsm, cap, cursor.head)
+        if target is not None:
+            try:  # `$current` and templates as in any route (§9g)
+                summary = resolve_target(
+                    target, current_state=pending, state_names=fsm.states, ctx=sc.interpolation()
+                )
+            except RoutingError as exc:
+                return Ending("error", str(exc))
+            announce_summary(cap, summary, cursor.iteration, cursor.head, self._emit)
+            cursor.current_state = summary
+            state = fsm.states[summary]
+            self._enter(state)
+            ending = yield from self._run_state(sc, state)
+            if ending is not None and ending.terminated_by == "signal":
+                return ending
+            self._emit("route", **{"from": cursor.current_state, "to": pending, "reason": cap})
+            cursor.current_state = pending
+        return Ending(cap)
 
     def _enter(self, state: StateConfig) -> None:
         cursor = self.cursor
@@ -234,13 +296,26 @@ class RunCore:
         if self.shutdown_requested:
             return "signal"
         if state.terminal and not self.fsm.maintain:
-            return "terminal"  # even when this was the last allowed iteration
+            # even when this was the last allowed iteration
+            failed = isinstance(state, HeadStateConfig) and state.failure
+            return FAILURE_TERMINAL if failed else "terminal"
         if self._budget_reached():
             return BUDGET
-        if self.cursor.iteration >= self.fsm.max_iterations:
+        if isinstance(self.fsm, HeadLoop):
+            cap = cap_reached(self.fsm, self.cursor.iteration, self.cursor.head)
+            if cap is not None:
+                return cap
+        elif self.cursor.iteration >= self.fsm.max_iterations:
             return "max_iterations"
         if self._loop_timed_out():
             return "timeout"
+        return None
+
+    def _stop_message(self, reason: str) -> str | None:
+        if reason == BUDGET:
+            return self._budget_message()
+        if reason == FAILURE_TERMINAL:
+            return f"the run ended at the failure terminal '{self.cursor.current_state}'"
         return None
 
     def _run_state(self, sc: StepContext, state: StateConfig) -> _Sub:
@@ -258,6 +333,12 @@ class RunCore:
             ending = self._end_after_action(step)
             if ending is not None:
                 return ending
+            if isinstance(state, HeadStateConfig):
+                throttled = count_action_run(
+                    self.cursor.head, self.cursor.current_state, state, self._emit
+                )
+                if throttled is not None:
+                    return self._head_detour(sc, throttled, ctx)
         judgement = None
         if needs_judgement(state, step) and judging_needs_host_io(state, step, self.fsm.llm):
             judgement = yield EvaluateWithIO(state, ctx, step, self.fsm.llm)
@@ -275,7 +356,37 @@ class RunCore:
             return leave_stalled(sc, stall)
         if handoff is not None:
             return (yield from self._hand_off(sc, handoff))
+        if isinstance(state, HeadStateConfig):
+            tripped = yield from self._circuit_trip(state, ctx, step)
+            if tripped is not None:
+                return self._head_detour(sc, tripped, ctx)
         return route_after_step(sc, state, ctx, step)
+
+    def _head_detour(
+        self, sc: StepContext, detour: Ending | HeadRoute, ctx: InterpolationContext
+    ) -> Ending | None:
+        """A HEAD guard's answer: the end of the run, or a route that bypasses routing."""
+        if isinstance(detour, Ending):
+            return detour
+        ctx.result = self.cursor.last_result
+        return move_head(sc, detour, ctx)
+
+    def _circuit_trip(
+        self, state: HeadStateConfig, ctx: InterpolationContext, step: Step
+    ) -> Generator[Request, Any, Ending | HeadRoute | None]:
+        """HEAD §7.7 after an evaluated state (not `next:` or `loop:` states); the driver
+        fingerprints `progress_paths` (host I/O)."""
+        fsm = self.fsm
+        circuit = fsm.circuit if isinstance(fsm, HeadLoop) else None
+        if circuit is None or step.verdict is None or state.next or state.loop:
+            return None
+        fingerprint = None
+        if circuit.progress_paths:
+            fingerprint = yield watched_paths(circuit, ctx)
+        exit_code = step.action.exit_code if step.action is not None else 0
+        outcome = (self.cursor.current_state, exit_code, step.verdict)
+        trip = note_outcome(circuit, self.cursor.head, outcome, fingerprint)
+        return None if trip is None else trip_route(circuit, trip, self._emit)
 
     # -- an action, and the limits it may meet ---------------------------------------------
 

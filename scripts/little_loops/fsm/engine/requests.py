@@ -19,6 +19,7 @@ from little_loops.fsm.signal_detector import SignalScan
 __all__ = [
     "Checkpoint",
     "EvaluateWithIO",
+    "FingerprintPaths",
     "Finish",
     "HandOff",
     "InspectWorkspace",
@@ -96,6 +97,16 @@ class InspectWorkspace:
 
 
 @dataclass(frozen=True)
+class FingerprintPaths:
+    """HEAD's `circuit.repeated_failure.progress_paths` (§7.7): the (mtime, size)
+    fingerprint of `paths` minus `exclude` (interpolated, relative to the project), on the
+    host that has them; submit `process.path_fingerprint.paths_fingerprint(...)` (a str)."""
+
+    paths: tuple[str, ...]
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class HandOff:
     """Give a handoff to the `HandoffHandler` (pause or spawn); submit its `HandoffResult`."""
 
@@ -116,6 +127,7 @@ Request = (
     | EvaluateWithIO
     | Checkpoint
     | InspectWorkspace
+    | FingerprintPaths
     | Sleep
     | WaitUntil
     | HandOff

@@ -5,6 +5,10 @@ A state with a route table uses only the table; otherwise the shorthand keys
 `on_success`, `on_failure` and `on_error` apply. A target is a state name, the token
 `$current`, or a template containing `${...}` that is interpolated when the route is
 taken (with `result` available) and must name an existing state.
+
+This is the legacy dialect's routing; a HEAD-dialect state routes the HEAD way
+(`head_routing`: yes/no synonyms, the no -> `on_error` fall-through, `on_<verdict>`
+routes, cannot-judge holds), resolving its targets with `resolve_target` here.
 """
 
 from __future__ import annotations

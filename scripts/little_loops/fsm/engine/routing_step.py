@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from little_loops.fsm.engine.context import StepContext
+from little_loops.fsm.engine.head_routing_step import route_head_step
 from little_loops.fsm.engine.routing import (
     RoutingError,
     choose_target,
@@ -20,6 +21,7 @@ from little_loops.fsm.engine.routing import (
 from little_loops.fsm.engine.run_guards import Stall, visit_limit_message
 from little_loops.fsm.engine.step_result import Ending, Step
 from little_loops.fsm.interpolation import InterpolationContext
+from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.schema import StateConfig
 
 __all__ = ["leave_over_visited", "leave_stalled", "maintain_restart", "route_after_step"]
@@ -28,7 +30,10 @@ __all__ = ["leave_over_visited", "leave_stalled", "maintain_restart", "route_aft
 def route_after_step(
     sc: StepContext, state: StateConfig, ctx: InterpolationContext, step: Step
 ) -> Ending | None:
-    """Follow the route for `step`'s verdict (or `next`); a stop signal ends the run after."""
+    """Follow the route for `step`'s verdict (or `next`); a stop signal ends the run after.
+    A HEAD state routes the HEAD way (`head_routing_step`)."""
+    if isinstance(state, HeadStateConfig):
+        return route_head_step(sc, state, ctx, step)
     cursor = sc.cursor
     stop = step.signal_of("stop")
     target = state.next if step.verdict is None else choose_target(state, step.verdict)
@@ -72,8 +77,11 @@ def leave_stalled(sc: StepContext, stall: Stall) -> Ending | None:
 
 
 def maintain_restart(sc: StepContext, state: StateConfig) -> Ending | None:
-    """In maintain mode a terminal state starts the loop over (one iteration)."""
+    """In maintain mode a terminal state starts the loop over (one iteration; for a HEAD
+    loop also one pass, §7.4)."""
     sc.cursor.iteration += 1
+    if isinstance(state, HeadStateConfig):
+        sc.cursor.head.passes += 1
     return _move(sc, state.on_maintain or sc.fsm.initial, "maintain")
 
 

@@ -36,6 +36,7 @@ from little_loops.fsm.engine.evaluation_step import judge
 from little_loops.fsm.engine.requests import (
     Checkpoint,
     EvaluateWithIO,
+    FingerprintPaths,
     Finish,
     HandOff,
     InspectWorkspace,
@@ -49,6 +50,7 @@ from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.process.clock import SYSTEM_CLOCK
+from little_loops.fsm.process.path_fingerprint import paths_fingerprint
 from little_loops.fsm.process.runner import DefaultActionRunner
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.signal_detector import DetectedSignal, SignalDetector
@@ -250,6 +252,8 @@ class FSMExecutor:
             )
         if isinstance(request, InspectWorkspace):
             return self.guards.workspace_fingerprint()
+        if isinstance(request, FingerprintPaths):
+            return paths_fingerprint(request.paths, request.exclude)
         if isinstance(request, Sleep):
             # `request_shutdown` cuts the wait short.
             with contextlib.suppress(queue.Empty):

@@ -84,6 +84,13 @@ FINAL_STATUSES = {
     "stalled": "stalled",
     "budget_exhausted": "budget_exhausted",
     "usage_limited": "usage_limited",
+    # HEAD loops (engine/head_endings.py): a failure terminal fails the run; the caps are
+    # resumable like max_iterations; a cycle or a repeated failure stalls it.
+    "failure_terminal": "failed",
+    "max_steps": "interrupted",
+    "max_iterations_reached": "interrupted",
+    "cycle_detected": "stalled",
+    "stall_detected": "stalled",
 }
 _NOT_DETAILS = ("event", "ts", "type", "verdict")
 _RESUMABLE = UNFINISHED_STATUSES
@@ -197,10 +204,13 @@ def _loop_mismatch(state: LoopState, fsm: FSMLoop) -> str | None:
             f"no longer has; restore state '{state.current_state}' in the file, then: "
             f"ll-loop resume {name}"
         )
-    if state.terminated_by == "max_iterations" and state.iteration >= fsm.max_iterations:
+    cap = state.terminated_by
+    if cap in ("max_iterations", "max_steps") and state.iteration >= fsm.max_iterations:
+        # `max_steps`: a HEAD loop's step cap, kept in `max_iterations` (model/head_loop.py)
+        done, flag = ("steps", "--max-steps") if cap == "max_steps" else ("iterations", "-n")
         return (
-            f"loop '{name}' reached max_iterations ({state.iteration} iterations done); "
-            f"to go on: ll-loop resume {name} -n {state.iteration + fsm.max_iterations}"
+            f"loop '{name}' reached {cap} ({state.iteration} {done} done); "
+            f"to go on: ll-loop resume {name} {flag} {state.iteration + fsm.max_iterations}"
         )
     return None
 

@@ -36,6 +36,7 @@ from little_loops.fsm.model.head_loop import loop_from_dict
 from little_loops.fsm.process.background_groups import wait_for_group_end
 from little_loops.fsm.process.checkpoint import CheckpointResult, GitCheckpointer
 from little_loops.fsm.process.output_files import stderr_log_path
+from little_loops.fsm.process.path_fingerprint import paths_fingerprint
 from little_loops.fsm.process.process_groups import ActionGroup
 from little_loops.fsm.process.runner import KILL_GRACE_SECONDS, DefaultActionRunner
 from little_loops.fsm.process.workspace import WorkspaceWatcher
@@ -53,6 +54,7 @@ from little_loops.fsm.temporal.payloads import (
     CheckpointInput,
     JudgeInput,
     NotifyInput,
+    PathsInput,
     SpawnInput,
     SpawnOutput,
     WorkspaceInput,
@@ -64,6 +66,7 @@ __all__ = [
     "OUTPUT_TAIL_BYTES",
     "TEMPORAL_STATE_SUFFIX",
     "checkpoint",
+    "fingerprint_paths",
     "inspect_workspace",
     "judge",
     "notify",
@@ -244,6 +247,13 @@ async def inspect_workspace(request: WorkspaceInput) -> str | None:
     return await asyncio.to_thread(watcher.fingerprint)
 
 
+@activity.defn(name="ll-loop.fingerprint_paths")
+async def fingerprint_paths(request: PathsInput) -> str:
+    """HEAD's `circuit.repeated_failure.progress_paths` fingerprint, in the checkout."""
+    checkout = Path(request.checkout)
+    return await asyncio.to_thread(paths_fingerprint, request.paths, request.exclude, checkout)
+
+
 @activity.defn(name="ll-loop.notify")
 async def notify(request: NotifyInput) -> None:
     """Call the notify command as the local engine does (`store.notifier`): for a
@@ -277,5 +287,6 @@ ACTIVITIES: list[Callable[..., Any]] = [
     checkpoint,
     spawn_handoff,
     inspect_workspace,
+    fingerprint_paths,
     notify,
 ]

@@ -26,6 +26,7 @@ __all__ = [
     "EventsPage",
     "JudgeInput",
     "NotifyInput",
+    "PathsInput",
     "ResumeSignal",
     "RunInput",
     "RunOutcome",
@@ -185,6 +186,15 @@ class WorkspaceInput:
     checkout: str
     loops_dir: str
     progress_paths: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PathsInput:
+    """Fingerprint HEAD's `circuit` progress paths in the checkout (`FingerprintPaths`)."""
+
+    checkout: str
+    paths: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
 
 
 @dataclass

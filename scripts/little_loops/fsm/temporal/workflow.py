@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from little_loops.fsm.engine.requests import (
         Checkpoint,
         EvaluateWithIO,
+        FingerprintPaths,
         Finish,
         HandOff,
         InspectWorkspace,
@@ -75,6 +76,7 @@ with workflow.unsafe.imports_passed_through():
         EventsPage,
         JudgeInput,
         NotifyInput,
+        PathsInput,
         ResumeSignal,
         RunInput,
         RunOutcome,
@@ -252,6 +254,8 @@ class LoopWorkflow:
             return await self._checkpoint(core, request)
         if isinstance(request, InspectWorkspace):
             return await self._inspect_workspace(core)
+        if isinstance(request, FingerprintPaths):
+            return await self._fingerprint_paths(core, request)
         if isinstance(request, Sleep):
             return await self._sleep(core, request.seconds)
         if isinstance(request, WaitUntil):  # a usage limit's reset, as a durable timer
@@ -368,6 +372,18 @@ class LoopWorkflow:
             )
         except ActivityError:
             return None  # as a git that fails locally: the files are not watched
+        return fingerprint
+
+    async def _fingerprint_paths(self, core: RunCore, request: FingerprintPaths) -> str | None:
+        """HEAD's circuit progress paths, on the checkout's host (None when that failed:
+        the window is then compared without them)."""
+        paths = PathsInput(self._input.checkout, list(request.paths), list(request.exclude))
+        try:
+            fingerprint: str = await self._host_activity(
+                "ll-loop.fingerprint_paths", paths, str, core
+            )
+        except ActivityError:
+            return None
         return fingerprint
 
     def _logs_keep(self) -> int:
