@@ -13,15 +13,18 @@ from typing import Any
 
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step
 from little_loops.fsm.interpolation import InterpolationContext
-from little_loops.fsm.schema import LLMConfig, StateConfig
+from little_loops.fsm.schema import FSMLoop, LLMConfig, StateConfig
 from little_loops.fsm.signal_detector import SignalScan
 
 __all__ = [
     "Checkpoint",
+    "ChildLoadFailed",
     "EvaluateWithIO",
     "Finish",
     "HandOff",
     "InspectWorkspace",
+    "LoadChild",
+    "LoadedChild",
     "Request",
     "RunAction",
     "Sleep",
@@ -99,6 +102,33 @@ class HandOff:
 
 
 @dataclass(frozen=True)
+class LoadChild:
+    """Load the sub-loop `name` (a `loop:` state's, interpolated; spec §4.1: a file
+    relative to the working directory, else `<loops dir>/<name>.fsm.yaml`, `<name>.yaml`,
+    else a loop shipped with the package) with the whole loading pipeline; submit a
+    `LoadedChild`, or a `ChildLoadFailed` saying why in one line. `context_keys`: keys
+    the parent gives the child (bindings, passthrough), which its checks may count on."""
+
+    name: str
+    context_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LoadedChild:
+    """A sub-loop the driver loaded: the built loop and the file it came from."""
+
+    loop: FSMLoop
+    path: str
+
+
+@dataclass(frozen=True)
+class ChildLoadFailed:
+    """A sub-loop that could not be found, read or validated (a load failure, §4.3)."""
+
+    message: str
+
+
+@dataclass(frozen=True)
 class Finish:
     """The run is over: `result` is what it returns (`loop_complete` was emitted)."""
 
@@ -114,6 +144,7 @@ Request = (
     | Sleep
     | WaitUntil
     | HandOff
+    | LoadChild
     | Finish
 )
 Result = Any

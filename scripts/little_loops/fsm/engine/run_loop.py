@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar, cast, overload
 
 from little_loops.fsm.engine.action_step import call_runner
+from little_loops.fsm.engine.child_loader import load_child
 from little_loops.fsm.engine.context import (
     ActionRunner,
     Checkpointer,
@@ -39,6 +40,7 @@ from little_loops.fsm.engine.requests import (
     Finish,
     HandOff,
     InspectWorkspace,
+    LoadChild,
     Request,
     RunAction,
     Sleep,
@@ -256,5 +258,8 @@ class FSMExecutor:
         if isinstance(request, WaitUntil):
             self._wait_until(request.until)
             return None
+        if isinstance(request, LoadChild):
+            loops_dir = self.guards.loops_dir or Path(".loops")
+            return load_child(request.name, loops_dir, context_keys=request.context_keys)
         assert isinstance(request, HandOff) and self.handoff_handler is not None
         return self.handoff_handler.handle(request.loop_name, request.continuation)

@@ -319,6 +319,9 @@ class PersistentExecutor:
 
     def _record_event(self, event: dict[str, Any]) -> None:
         self.persistence.append_event(event)
+        if event.get("depth"):
+            self._record_child_event(event)
+            return
         kind = event.get("event")
         if kind == "loop_start":
             self._save_snapshot(self._executor.current_state)
@@ -347,6 +350,25 @@ class PersistentExecutor:
             if self.handoff_handler.behavior is HandoffBehavior.SPAWN:
                 # The handler creates the new session right after this event: whatever
                 # happens next, the state file already says where to continue.
+                self._save_handoff_before_spawn()
+
+    def _record_child_event(self, event: dict[str, Any]) -> None:
+        """An event of a sub-loop (spec §9b): the parent's state is still under way, so
+        every save keeps it `entered`; the child's place travels in `head.sub_loops`,
+        which the core refreshed before this event."""
+        kind = event.get("event")
+        if kind in ("loop_start", "route", "handoff_continued", "limit_wait_end"):
+            self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
+        elif kind == "action_complete":
+            self._action_group = None
+            written = event.get("log_path")
+            if self._log_retention is not None and isinstance(written, str):
+                self._log_retention.add(Path(written), self._logs_in_use())
+        elif kind == "limit_wait":
+            self.persistence.save_state(self._build_state(self._executor.current_state, WAITING))
+        elif kind == "handoff_detected":
+            self._continuation_prompt = event.get("continuation")
+            if self.handoff_handler.behavior is HandoffBehavior.SPAWN:
                 self._save_handoff_before_spawn()
 
     def _prune_logs(self, completed: dict[str, Any]) -> None:

@@ -1,0 +1,43 @@
+"""The driver's side of `LoadChild`: find a sub-loop's file and load it (spec §4.1).
+
+Loading is I/O, so the run core asks for it; a driver serves the request here. Every way
+the child cannot be had (no file, bad YAML, a validation error) becomes one line in a
+`ChildLoadFailed`, which the core treats as the state's load failure (§4.3).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from little_loops.fsm.engine.requests import ChildLoadFailed, LoadedChild
+from little_loops.fsm.errors import LoopError
+from little_loops.fsm.loading.child_refs import child_candidates, resolve_child_loop
+from little_loops.fsm.loading.pipeline import load_loop
+
+__all__ = ["load_child"]
+
+
+def load_child(
+    name: str,
+    loops_dir: Path,
+    *,
+    context_keys: tuple[str, ...] = (),
+    cwd: Path | None = None,
+) -> LoadedChild | ChildLoadFailed:
+    """The loop `name` names, loaded with the whole pipeline, or why it cannot be.
+    `context_keys` are given by the parent: the child's checks see them as defined
+    (their values come with the binding)."""
+    here = cwd if cwd is not None else Path.cwd()
+    path = resolve_child_loop(name, loops_dir, here)
+    if path is None:
+        tried = ", ".join(str(place) for place in child_candidates(name, loops_dir, here))
+        return ChildLoadFailed(f"sub-loop '{name}' not found (tried: {tried})")
+    try:
+        loop = load_loop(path, context_overrides=dict.fromkeys(context_keys, ""))
+    except LoopError as exc:
+        return ChildLoadFailed(f"sub-loop '{name}': {_one_line(exc)}")
+    return LoadedChild(loop, str(path))
+
+
+def _one_line(exc: LoopError) -> str:
+    return "; ".join(line.strip() for line in exc.user_lines() if line.strip())
