@@ -12,7 +12,7 @@ from pathlib import Path
 from little_loops.fsm.engine.requests import ChildLoadFailed, LoadedChild
 from little_loops.fsm.errors import LoopError
 from little_loops.fsm.loading.child_refs import child_candidates, resolve_child_loop
-from little_loops.fsm.loading.pipeline import load_loop
+from little_loops.fsm.loading.pipeline import load_loop, load_loop_mapping
 
 __all__ = ["load_child"]
 
@@ -33,10 +33,20 @@ def load_child(
         tried = ", ".join(str(place) for place in child_candidates(name, loops_dir, here))
         return ChildLoadFailed(f"sub-loop '{name}' not found (tried: {tried})")
     try:
-        loop = load_loop(path, context_overrides=dict.fromkeys(context_keys, ""))
+        given = _keys_not_in_file(path, context_keys)
+        loop = load_loop(path, context_overrides=dict.fromkeys(given, ""))
     except LoopError as exc:
         return ChildLoadFailed(f"sub-loop '{name}': {_one_line(exc)}")
+    for key in given:  # placeholders for the checks only: the binding gives the values
+        loop.context.pop(key, None)
     return LoadedChild(loop, str(path))
+
+
+def _keys_not_in_file(path: Path, keys: tuple[str, ...]) -> list[str]:
+    """The given keys the child's own `context:` lacks (its own values must stay)."""
+    written = load_loop_mapping(path).get("context")
+    own = written if isinstance(written, dict) else {}
+    return [key for key in dict.fromkeys(keys) if key not in own]
 
 
 def _one_line(exc: LoopError) -> str:
