@@ -245,8 +245,10 @@ class _ChildRun:
             next_state=next_state,
         )
         records, index = self.frame.records, self.frame.depth
-        del records[index:]
-        records.append(record)
+        if index < len(records):
+            records[index] = record  # deeper places stay: a resumed grandchild needs its own
+        else:
+            records.append(record)
 
     def _ended(self, ending: Ending, result: ExecutionResult) -> Ending | None:
         """The whole run ends (its place kept when it may go on), or the parent routes."""

@@ -1,0 +1,308 @@
+"""Resume inside a sub-loop (spec/ll-head-dialect.md §9b, §9f).
+
+A parent stopped, interrupted or killed (SIGKILL) while its child runs is saved with the
+child's place in `head.sub_loops`; its resume goes on inside the child at the child's
+state: the interrupted action runs again, a finished, routed state never does, then the
+parent routes as if nothing happened. Every action appends its name to `marks`, so a
+state that ran twice shows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from little_loops.cli.processes import action_groups, wait_until_gone
+from little_loops.fsm.engine import run_loop
+from little_loops.fsm.engine.requests import ChildLoadFailed, LoadedChild
+from little_loops.fsm.engine.step_result import ExecutionResult
+from little_loops.fsm.loading.child_refs import resolve_child_loop
+from little_loops.fsm.model.head_loop import HeadLoop
+from little_loops.fsm.persistence import PersistentExecutor, StatePersistence
+
+# `two` waits (a stand-in for a long action) until `go-fast` exists.
+CHILD = """\
+name: child
+initial: one
+states:
+  one:
+    action: "echo one >> marks"
+    next: two
+  two:
+    action: "echo two >> marks; test -f go-fast || sleep 30"
+    next: three
+  three:
+    action: "echo three >> marks; printf ${context.who}"
+    capture: said
+    next: done
+  done:
+    terminal: true
+"""
+
+PARENT: dict[str, Any] = {
+    "name": "parent",
+    "initial": "before",
+    "states": {
+        "before": {"action": "echo before >> marks", "next": "go"},
+        "go": {"loop": "child", "with": {"who": "bound"}, "on_yes": "after", "on_no": "failed"},
+        "after": {"action": "echo after ${captured.go.said.output} >> marks", "next": "done"},
+        "done": {"terminal": True},
+        "failed": {"terminal": True},
+    },
+}
+
+EXPECTED_MARKS = ["before", "one", "two", "two", "three", "after bound"]
+
+
+def _marks(root: Path) -> list[str]:
+    return (root / "marks").read_text().splitlines()
+
+
+def _wait_for_mark(root: Path, mark: str, seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not ((root / "marks").exists() and mark in _marks(root)):
+        assert time.monotonic() < deadline, f"no mark {mark!r}"
+        time.sleep(0.01)
+
+
+def _executor(root: Path, parent: dict[str, Any] = PARENT) -> PersistentExecutor:
+    return PersistentExecutor(HeadLoop.from_dict(parent), loops_dir=root / ".loops")
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "child.yaml").write_text(CHILD)
+    return tmp_path
+
+
+def _stop_when(executor: PersistentExecutor, root: Path, mark: str) -> threading.Thread:
+    def stop() -> None:
+        _wait_for_mark(root, mark)
+        executor.request_shutdown()
+
+    thread = threading.Thread(target=stop)
+    thread.start()
+    return thread
+
+
+def _resume(root: Path, parent: dict[str, Any] = PARENT) -> ExecutionResult:
+    (root / "go-fast").touch()
+    return _executor(root, parent).resume_checked()
+
+
+def test_9b_stopped_inside_the_child_saves_its_place(project: Path) -> None:
+    """§9b: a stop while the child's `two` runs saves the parent at its `loop:` state,
+    entered, with the child's place (the state it runs next, its bound context)."""
+    executor = _executor(project)
+    thread = _stop_when(executor, project, "two")
+    result = executor.run()
+    thread.join()
+    assert (result.terminated_by, result.final_state) == ("signal", "go")
+    state = StatePersistence("parent", project / ".loops").load_state_checked()
+    assert state is not None
+    assert (state.status, state.current_state, state.phase) == ("interrupted", "go", "entered")
+    [record] = state.head["sub_loops"]
+    assert record["parent_state"] == "go"
+    assert (record["loop_name"], record["loop_path"]) == (
+        "child",
+        str(project / ".loops/child.yaml"),
+    )
+    assert (record["current_state"], record["iteration"]) == ("two", 1)
+    assert record["context"] == {"who": "bound"}
+    assert record["timeout"] is None
+
+
+def test_9b_resume_goes_on_inside_the_child(project: Path) -> None:
+    """§9b: resume runs the cut-off `two` again, never `one`, then the parent's route and
+    write-backs run as if the child had not paused."""
+    executor = _executor(project)
+    thread = _stop_when(executor, project, "two")
+    executor.run()
+    thread.join()
+    result = _resume(project)
+    assert (result.terminated_by, result.final_state) == ("terminal", "done")
+    assert _marks(project) == EXPECTED_MARKS
+    assert result.captured["go"]["terminated_by"] == "terminal"
+    state = StatePersistence("parent", project / ".loops").load_state_checked()
+    assert state is not None and state.status == "completed" and "sub_loops" not in state.head
+    events = StatePersistence("parent", project / ".loops").read_events()
+    resumed = [e for e in events if e["event"] == "loop_start" and e.get("depth") == 1]
+    assert len(resumed) == 2  # the child started, then went on after the resume
+    enters = [
+        (e["state"], e["iteration"], e.get("depth", 0))
+        for e in events
+        if e["event"] == "state_enter"
+    ]
+    assert enters == [
+        ("before", 1, 0),
+        ("go", 2, 0),
+        ("one", 1, 1),
+        ("two", 2, 1),
+        ("go", 2, 0),
+        ("two", 2, 1),
+        ("three", 3, 1),
+        ("after", 3, 0),
+    ]
+
+
+def _read_head_child(
+    name: str, loops_dir: Path, *, context_keys: tuple[str, ...] = ()
+) -> LoadedChild | ChildLoadFailed:
+    """Stands in for the HEAD loader: a HEAD file built with `HeadLoop.from_dict`, a
+    legacy one through the real loader."""
+    path = resolve_child_loop(name, loops_dir, Path.cwd())
+    if path is None:
+        return ChildLoadFailed(f"sub-loop '{name}' not found")
+    data = yaml.safe_load(path.read_text())
+    if not any("loop" in state for state in data["states"].values()):
+        return run_loop_load_child(name, loops_dir, context_keys=context_keys)
+    return LoadedChild(HeadLoop.from_dict(data), str(path))
+
+
+run_loop_load_child = run_loop.load_child
+
+MIDDLE = """\
+name: middle
+initial: enter
+states:
+  enter:
+    action: "echo middle >> marks"
+    next: down
+  down:
+    loop: child
+    with: {who: deep}
+    on_yes: done
+    on_no: failed
+  done:
+    terminal: true
+  failed:
+    terminal: true
+"""
+
+
+def test_9b_resume_lands_two_levels_down(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """§9b: with a grandchild, the saved record has both levels, outermost first, and the
+    resume goes on in the grandchild; nothing finished runs twice at any depth."""
+    monkeypatch.setattr(run_loop, "load_child", _read_head_child)
+    (project / ".loops" / "middle.yaml").write_text(MIDDLE)
+    parent = json.loads(json.dumps(PARENT))
+    parent["states"]["go"] = {"loop": "middle", "on_yes": "after", "on_no": "failed"}
+    parent["states"]["after"] = {"action": "echo after >> marks", "next": "done"}
+    executor = _executor(project, parent)
+    thread = _stop_when(executor, project, "two")
+    executor.run()
+    thread.join()
+    state = StatePersistence("parent", project / ".loops").load_state_checked()
+    assert state is not None
+    records = state.head["sub_loops"]
+    assert [(r["parent_state"], r["loop_name"], r["current_state"]) for r in records] == [
+        ("go", "middle", "down"),
+        ("down", "child", "two"),
+    ]
+    result = _resume(project, parent)
+    assert result.final_state == "done"
+    assert _marks(project) == ["before", "middle", "one", "two", "two", "three", "after"]
+
+
+HANDOFF_CHILD = """\
+name: child
+initial: one
+states:
+  one:
+    action: "echo one >> marks"
+    next: ask
+  ask:
+    action: "echo ask >> marks; test -f go-fast || echo 'CONTEXT_HANDOFF: carry on'"
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_9f_handoff_in_a_child_pauses_the_run_and_reruns_the_state(project: Path) -> None:
+    """§9f: a handoff printed by a child pauses the whole run (`on_handoff: pause`) with
+    the child's place saved; resume runs the printing state again, not the ones before."""
+    (project / ".loops" / "child.yaml").write_text(HANDOFF_CHILD)
+    parent = json.loads(json.dumps(PARENT))
+    parent["states"]["after"] = {"action": "echo after >> marks", "next": "done"}
+    result = _executor(project, parent).run()
+    assert (result.terminated_by, result.continuation_prompt) == ("handoff", "carry on")
+    state = StatePersistence("parent", project / ".loops").load_state_checked()
+    assert state is not None
+    assert (state.status, state.current_state) == ("awaiting_continuation", "go")
+    [record] = state.head["sub_loops"]
+    assert record["current_state"] == "ask"
+    assert record["handoff_context"] == {"prompt": "carry on", "count": 1, "state": "ask"}
+    resumed = _resume(project, parent)
+    assert resumed.final_state == "done"
+    assert _marks(project) == ["before", "one", "ask", "ask", "after"]
+
+
+# -- kill -9 of a real process ------------------------------------------------------------
+
+RUNNER = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    from little_loops.fsm.model.head_loop import HeadLoop
+    from little_loops.fsm.persistence import PersistentExecutor
+
+    parent = HeadLoop.from_dict(json.loads(Path("parent.json").read_text()))
+    executor = PersistentExecutor(parent, loops_dir=Path(".loops"))
+    if sys.argv[1] == "run":
+        result = executor.run()
+    else:
+        result = executor.resume_checked()
+    print(json.dumps(result.to_dict()))
+    """
+)
+
+
+def _start(root: Path, mode: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "runner.py", mode],
+        cwd=root,
+        env={**os.environ, "HOME": str(root)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_9b_killed_mid_child_resumes_inside_it(project: Path) -> None:
+    """§9b: SIGKILL of a real process while the child's `two` runs; a new process resumes
+    inside the child: `two` runs again, `before` and `one` never do."""
+    (project / "runner.py").write_text(RUNNER)
+    (project / "parent.json").write_text(json.dumps(PARENT))
+    process = _start(project, "run")
+    _wait_for_mark(project, "two")
+    groups = action_groups(process.pid)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    for group in groups:  # the action outlives the run: end it as a crash would leave it
+        os.killpg(group, signal.SIGKILL)
+        assert wait_until_gone(group, 10)
+    state = StatePersistence("parent", project / ".loops").load_state_checked()
+    assert state is not None
+    assert (state.status, state.current_state) == ("running", "go")
+    assert [r["current_state"] for r in state.head["sub_loops"]] == ["two"]
+    (project / "go-fast").touch()
+    resumed = _start(project, "resume")
+    out, err = resumed.communicate(timeout=60)
+    assert resumed.returncode == 0, err
+    assert json.loads(out)["final_state"] == "done"
+    assert _marks(project) == EXPECTED_MARKS
