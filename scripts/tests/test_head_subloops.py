@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
+from little_loops.cli.display import ProgressDisplay
+from little_loops.cli.history_lines import readable_lines
 from little_loops.fsm.engine import run_loop
 from little_loops.fsm.engine.child_binding import clamped_child_timeout
 from little_loops.fsm.engine.requests import ChildLoadFailed, LoadedChild
@@ -523,3 +525,47 @@ def test_9b_head_sub_loops_is_empty_once_the_child_is_done(project: Path) -> Non
     ]
     assert seen[0][0]["iteration"] == 1 and seen[0][0]["context"]["who"] == "me"
     assert executor.cursor.head.sub_loops == []
+
+
+def test_4_7_live_display_indents_a_child_by_its_depth(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """§4.7: the live display shows the child's steps indented under the `loop:` state,
+    numbered by the child's own count, and the parent's route after them."""
+    _write(project, "child", CHILD)
+    display = ProgressDisplay(max_iterations=5, clock=lambda: 0.0)
+    parent = _parent({"go": {"loop": "child", "with": {"who": "me"}, "on_yes": "done"}})
+    executor = FSMExecutor(parent, event_callback=display)
+    executor.guards.loops_dir = project / ".loops"
+    executor.run()
+    display.finish()
+    assert capsys.readouterr().out == (
+        "[1/5] go\n"
+        "    sub-loop child\n"
+        "    [1] work -> echo worked me\n"
+        "           -> check (0.0s)\n"
+        "    [2] check -> true\n"
+        "           ✓ success\n"
+        "           -> done (0.0s)\n"
+        "       -> done (0.0s)\n"
+    )
+
+
+def test_4_7_history_indents_a_child_by_its_depth(project: Path) -> None:
+    """§4.7: `ll-loop history` lines of a child are indented by depth; the parent's
+    `loop:` state line spans the child's visits."""
+    _write(project, "child", CHILD)
+    events: list[dict[str, Any]] = []
+    parent = _parent({"go": {"loop": "child", "with": {"who": "me"}, "on_yes": "done"}})
+    _run(project, parent, events)
+    lines = [line.split(" ", 1)[1] for line in readable_lines(events, lambda _: True, fold=True)]
+    took = [line.rsplit("  (", 1) for line in lines]
+    assert [text for text, *_ in took] == [
+        "loop_start loop=parent",
+        "    loop_start loop=child",
+        "    work  ✗ ? -> check",
+        "    check  ✓ success -> done",
+        "    loop_complete final_state=done iterations=2 terminated_by=terminal",
+        "go  ✓ yes -> done",
+        "loop_complete final_state=done iterations=1 terminated_by=terminal",
+    ]
