@@ -10,6 +10,7 @@ behind the same `LoadChild` request.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -569,3 +570,101 @@ def test_4_7_history_indents_a_child_by_its_depth(project: Path) -> None:
         "go  ✓ yes -> done",
         "loop_complete final_state=done iterations=1 terminated_by=terminal",
     ]
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+@pytest.fixture
+def repo(project: Path) -> Path:
+    """A git project whose branch `feature` has a file `main` lacks."""
+    _git(project, "init", "-q", "-b", "main")
+    (project / ".gitignore").write_text(".loops/\n")
+    _git(project, "add", ".gitignore")
+    _git(project, "commit", "-q", "-m", "first")
+    _git(project, "checkout", "-q", "-b", "feature")
+    (project / "only-on-feature").write_text("feature file\n")
+    _git(project, "add", "only-on-feature")
+    _git(project, "commit", "-q", "-m", "feature")
+    _git(project, "checkout", "-q", "main")
+    return project
+
+
+WHERE_CHILD = """\
+name: where
+initial: look
+states:
+  look:
+    action: "git rev-parse --abbrev-ref HEAD; cat only-on-feature; echo ${context.run_dir}"
+    capture: seen
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_4_6_worktree_runs_the_child_on_its_branch_and_removes_it(repo: Path) -> None:
+    """§4.6: `worktree:` attaches a fresh worktree of the branch, runs the child there
+    (a relative run_dir made absolute), removes it afterwards; the branch stays."""
+    _write(repo, "where", WHERE_CHILD)
+    events: list[dict[str, Any]] = []
+    parent = _parent(
+        {
+            "go": {
+                "loop": "where",
+                "worktree": " ${context.branch} ",
+                "with": {"run_dir": "runs/x/"},
+                "on_yes": "done",
+            }
+        },
+        context={"branch": "feature"},
+    )
+    result = _run(repo, parent, events)
+    assert result.final_state == "done"
+    assert result.captured["go"]["seen"]["output"] == f"feature\nfeature file\n{repo}/runs/x/\n"
+    attached = [event for event in events if event["event"].startswith("sub_loop_worktree")]
+    path = attached[0]["path"]
+    assert path.startswith(str(repo / ".loops" / ".worktrees" / "parent-go-"))
+    assert _strip(attached) == [
+        {"event": "sub_loop_worktree_attached", "branch": "feature", "path": path},
+        {"event": "sub_loop_worktree_detached", "branch": "feature", "path": path},
+    ]
+    assert not Path(path).exists()
+    assert "feature" in _git(repo, "branch", "--list", "feature")
+    assert not (repo / "only-on-feature").exists()
+
+
+def test_4_3_worktree_attach_failure_takes_on_error(repo: Path) -> None:
+    """§4.3: a worktree that cannot be attached sets `captured[<state>].error`, emits
+    `sub_loop_worktree_error` and takes on_error (else on_no); the child never runs."""
+    _write(repo, "where", WHERE_CHILD)
+    events: list[dict[str, Any]] = []
+    parent = _parent(
+        {
+            "go": {
+                "loop": "where",
+                "worktree": "nosuch",
+                "with": {"run_dir": "r/"},
+                "on_yes": "done",
+                "on_no": "failed",
+            }
+        }
+    )
+    result = _run(repo, parent, events)
+    message = (
+        "worktree of branch 'nosuch': git worktree add failed: fatal: invalid reference: nosuch"
+    )
+    assert result.final_state == "failed"
+    assert result.captured["go"] == {"terminated_by": "error", "error": message}
+    assert [_strip([event])[0] for event in events if event["event"].startswith("sub_loop")] == [
+        {"event": "sub_loop_worktree_error", "branch": "nosuch", "error": message}
+    ]
+    assert not [event for event in events if event.get("depth")]

@@ -1,4 +1,5 @@
-"""The driver's side of `LoadChild`: find a sub-loop's file and load it (spec §4.1).
+"""The driver's side of `LoadChild` (find a sub-loop's file and load it, spec §4.1) and
+of `AttachWorktree`/`DetachWorktree` (a sub-loop's worktree, §4.6).
 
 Loading is I/O, so the run core asks for it; a driver serves the request here. Every way
 the child cannot be had (no file, bad YAML, a validation error) becomes one line in a
@@ -9,12 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from little_loops.fsm.engine.requests import ChildLoadFailed, LoadedChild
+from little_loops.fsm.engine.requests import ChildLoadFailed, LoadedChild, WorktreeAttached
 from little_loops.fsm.errors import LoopError
 from little_loops.fsm.loading.child_refs import child_candidates, resolve_child_loop
 from little_loops.fsm.loading.pipeline import load_loop, load_loop_mapping
+from little_loops.fsm.process.sub_loop_worktrees import WorktreeError, add_worktree, remove_worktree
 
-__all__ = ["load_child"]
+__all__ = ["attach_worktree", "detach_worktree", "load_child"]
 
 
 def load_child(
@@ -51,3 +53,17 @@ def _keys_not_in_file(path: Path, keys: tuple[str, ...]) -> list[str]:
 
 def _one_line(exc: LoopError) -> str:
     return "; ".join(line.strip() for line in exc.user_lines() if line.strip())
+
+
+def attach_worktree(branch: str, loops_dir: Path, label: str) -> WorktreeAttached | ChildLoadFailed:
+    """A sub-loop's fresh worktree of `branch` (§4.6), or why there is none."""
+    try:
+        path = add_worktree(branch, loops_dir, label)
+    except WorktreeError as exc:
+        return ChildLoadFailed(f"worktree of branch '{branch}': {exc}")
+    return WorktreeAttached(path, Path.cwd())
+
+
+def detach_worktree(path: Path) -> str | None:
+    """Remove a sub-loop's worktree; None, or why it could not be removed."""
+    return remove_worktree(path)

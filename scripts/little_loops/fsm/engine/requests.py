@@ -17,8 +17,10 @@ from little_loops.fsm.schema import FSMLoop, LLMConfig, StateConfig
 from little_loops.fsm.signal_detector import SignalScan
 
 __all__ = [
+    "AttachWorktree",
     "Checkpoint",
     "ChildLoadFailed",
+    "DetachWorktree",
     "EvaluateWithIO",
     "Finish",
     "HandOff",
@@ -29,6 +31,7 @@ __all__ = [
     "RunAction",
     "Sleep",
     "WaitUntil",
+    "WorktreeAttached",
 ]
 
 
@@ -48,6 +51,7 @@ class RunAction:
     scan: SignalScan | None = None
     log_path: Path | None = None
     resume_session: str | None = None  # continue this claude session (`--resume <id>`)
+    cwd: Path | None = None  # run it here (a sub-loop's worktree); None: the runner's own
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,30 @@ class ChildLoadFailed:
 
 
 @dataclass(frozen=True)
+class AttachWorktree:
+    """Add a fresh worktree of the existing `branch` for a sub-loop (`worktree:`, §4.6);
+    `label` names it. Submit a `WorktreeAttached`, or a `ChildLoadFailed` saying why."""
+
+    branch: str
+    label: str
+
+
+@dataclass(frozen=True)
+class WorktreeAttached:
+    """Where the worktree is (`path`) and the working directory it stands in for."""
+
+    path: Path
+    origin: Path
+
+
+@dataclass(frozen=True)
+class DetachWorktree:
+    """Remove a sub-loop's worktree (its branch stays); submit None, or why it failed."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
 class Finish:
     """The run is over: `result` is what it returns (`loop_complete` was emitted)."""
 
@@ -145,6 +173,8 @@ Request = (
     | WaitUntil
     | HandOff
     | LoadChild
+    | AttachWorktree
+    | DetachWorktree
     | Finish
 )
 Result = Any
