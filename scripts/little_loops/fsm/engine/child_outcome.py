@@ -31,6 +31,9 @@ __all__ = [
 BUDGET_ENDINGS = frozenset({"timeout", "max_steps", "max_iterations", "max_iterations_reached"})
 """A child's `terminated_by` values that mean it ran out of time or steps (`on_timeout`)."""
 
+# A terminal reached; a HEAD run ending at a failure terminal says `failure_terminal`.
+_TERMINAL_ENDINGS = frozenset({"terminal", "failure_terminal"})
+
 
 @dataclass(frozen=True)
 class ChildOutcome:
@@ -64,7 +67,7 @@ def load_failure(message: str) -> ChildOutcome:
 def outcome_of(result: ExecutionResult, child: FSMLoop) -> ChildOutcome:
     """What the child's ending means to the parent."""
     ended = result.terminated_by
-    if ended == "terminal":
+    if ended in _TERMINAL_ENDINGS:
         if _failure_terminal(child, result.final_state):
             return ChildOutcome("no", ended, failure_terminal=True, error=result.error)
         return ChildOutcome("yes", ended, error=result.error)
