@@ -21,13 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from little_loops.cli.processes import action_groups, wait_until_gone
-from little_loops.fsm.engine import run_loop
-from little_loops.fsm.engine.requests import ChildLoadFailed, LoadedChild
 from little_loops.fsm.engine.step_result import ExecutionResult
-from little_loops.fsm.loading.child_refs import resolve_child_loop
 from little_loops.fsm.model.head_loop import HeadLoop
 from little_loops.fsm.persistence import PersistentExecutor, StatePersistence
 
@@ -158,22 +154,6 @@ def test_9b_resume_goes_on_inside_the_child(project: Path) -> None:
     ]
 
 
-def _read_head_child(
-    name: str, loops_dir: Path, *, context_keys: tuple[str, ...] = ()
-) -> LoadedChild | ChildLoadFailed:
-    """Stands in for the HEAD loader: a HEAD file built with `HeadLoop.from_dict`, a
-    legacy one through the real loader."""
-    path = resolve_child_loop(name, loops_dir, Path.cwd())
-    if path is None:
-        return ChildLoadFailed(f"sub-loop '{name}' not found")
-    data = yaml.safe_load(path.read_text())
-    if not any("loop" in state for state in data["states"].values()):
-        return run_loop_load_child(name, loops_dir, context_keys=context_keys)
-    return LoadedChild(HeadLoop.from_dict(data), str(path))
-
-
-run_loop_load_child = run_loop.load_child
-
 MIDDLE = """\
 name: middle
 initial: enter
@@ -193,10 +173,9 @@ states:
 """
 
 
-def test_9b_resume_lands_two_levels_down(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_9b_resume_lands_two_levels_down(project: Path) -> None:
     """§9b: with a grandchild, the saved record has both levels, outermost first, and the
     resume goes on in the grandchild; nothing finished runs twice at any depth."""
-    monkeypatch.setattr(run_loop, "load_child", _read_head_child)
     (project / ".loops" / "middle.yaml").write_text(MIDDLE)
     parent = json.loads(json.dumps(PARENT))
     parent["states"]["go"] = {"loop": "middle", "on_yes": "after", "on_no": "failed"}

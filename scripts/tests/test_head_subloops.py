@@ -2,9 +2,7 @@
 
 Parents are HEAD loops built with `HeadLoop.from_dict`; children are real loop files under
 `tmp_path/.loops`, run by `FSMExecutor` with the real runner (shell actions run for real).
-Legacy children go through the real loader; until the loader reads HEAD files, HEAD
-children (parameters, nesting) are read by `_read_head_child`, which stands in for it
-behind the same `LoadChild` request.
+Children of both dialects go through the real loader (`LoadChild`).
 """
 
 from __future__ import annotations
@@ -15,16 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from little_loops.cli.display import ProgressDisplay
 from little_loops.cli.history_lines import readable_lines
-from little_loops.fsm.engine import run_loop
 from little_loops.fsm.engine.child_binding import clamped_child_timeout
-from little_loops.fsm.engine.requests import ChildLoadFailed, LoadedChild
 from little_loops.fsm.engine.run_loop import FSMExecutor
 from little_loops.fsm.engine.step_result import ExecutionResult
-from little_loops.fsm.loading.child_refs import resolve_child_loop
 from little_loops.fsm.model.head_loop import HeadLoop
 
 CHILD = """\
@@ -105,25 +99,10 @@ def _run(
     return executor.run()
 
 
-def _read_head_child(
-    name: str, loops_dir: Path, *, context_keys: tuple[str, ...] = ()
-) -> LoadedChild | ChildLoadFailed:
-    """Stands in for the HEAD loader: a HEAD child file built with `HeadLoop.from_dict`."""
-    path = resolve_child_loop(name, loops_dir, Path.cwd())
-    if path is None:
-        return ChildLoadFailed(f"sub-loop '{name}' not found")
-    return LoadedChild(HeadLoop.from_dict(yaml.safe_load(path.read_text())), str(path))
-
-
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     return tmp_path
-
-
-@pytest.fixture
-def head_children(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(run_loop, "load_child", _read_head_child)
 
 
 def test_4_child_runs_as_one_step_with_depth_events_and_routes_on_yes(project: Path) -> None:
@@ -298,6 +277,7 @@ def test_4_3_unresolved_name_takes_on_error_or_ends_the_run(project: Path) -> No
     loops = project / ".loops"
     message = (
         f"sub-loop 'nowhere' not found (tried: {project / 'nowhere'}, "
+        f"{project / 'nowhere.fsm.yaml'}, {project / 'nowhere.yaml'}, "
         f"{loops / 'nowhere.fsm.yaml'}, {loops / 'nowhere.yaml'})"
     )
     routed = _run(
@@ -421,9 +401,7 @@ def test_9f_loop_stop_in_a_child_stops_the_run(project: Path) -> None:
     assert not (project / "after-ran").exists()
 
 
-def test_9d_required_parameter_unbound_is_a_load_failure(
-    project: Path, head_children: None
-) -> None:
+def test_9d_required_parameter_unbound_is_a_load_failure(project: Path) -> None:
     """§4.2: a required parameter not bound in `with:` is a load failure with HEAD's
     message; on_error is taken."""
     _write(
@@ -447,7 +425,7 @@ def test_9d_required_parameter_unbound_is_a_load_failure(
     assert result.captured["go"]["out"]["output"] == "2.3 2\n"
 
 
-def test_9d_types_are_checked_after_interpolation(project: Path, head_children: None) -> None:
+def test_9d_types_are_checked_after_interpolation(project: Path) -> None:
     """§9d: `"6"` reads as an integer; `true` does not; the message names parameter,
     type and value."""
     _write(
@@ -472,7 +450,7 @@ def test_9d_types_are_checked_after_interpolation(project: Path, head_children: 
     )
 
 
-def test_9c_depth_limit_names_the_chain(project: Path, head_children: None) -> None:
+def test_9c_depth_limit_names_the_chain(project: Path) -> None:
     """§9c: a child that calls itself (a dynamic name) fails at depth 9, naming the chain;
     every level routes on_error up."""
     _write(

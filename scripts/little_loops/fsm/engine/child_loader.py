@@ -12,7 +12,7 @@ from pathlib import Path
 
 from little_loops.fsm.engine.requests import ChildLoadFailed, LoadedChild, WorktreeAttached
 from little_loops.fsm.errors import LoopError
-from little_loops.fsm.loading.child_refs import child_candidates, resolve_child_loop
+from little_loops.fsm.loading.loop_refs import loop_ref_candidates, resolve_loop_ref
 from little_loops.fsm.loading.pipeline import load_loop, load_loop_mapping
 from little_loops.fsm.process.sub_loop_worktrees import WorktreeError, add_worktree, remove_worktree
 
@@ -30,9 +30,9 @@ def load_child(
     `context_keys` are given by the parent: the child's checks see them as defined
     (their values come with the binding)."""
     here = cwd if cwd is not None else Path.cwd()
-    path = resolve_child_loop(name, loops_dir, here)
+    path = resolve_loop_ref(name.strip(), here, loops_dir)
     if path is None:
-        tried = ", ".join(str(place) for place in child_candidates(name, loops_dir, here))
+        tried = ", ".join(str(place) for place in loop_ref_candidates(name, here, loops_dir))
         return ChildLoadFailed(f"sub-loop '{name}' not found (tried: {tried})")
     try:
         given = _keys_not_in_file(path, context_keys)
