@@ -9,18 +9,18 @@ state that ran twice shows.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
-import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.cli_support import LL_LOOP, cli_env
 
 from little_loops.cli.processes import action_groups, wait_until_gone
 from little_loops.fsm.engine.step_result import ExecutionResult
@@ -230,58 +230,85 @@ def test_9f_handoff_in_a_child_pauses_the_run_and_reruns_the_state(project: Path
     assert _marks(project) == ["before", "one", "ask", "ask", "after"]
 
 
-# -- kill -9 of a real process ------------------------------------------------------------
+# -- the real ll-loop, stopped, interrupted or killed mid-child --------------------------
 
-RUNNER = textwrap.dedent(
-    """
-    import json, sys
-    from pathlib import Path
-    from little_loops.fsm.model.head_loop import HeadLoop
-    from little_loops.fsm.persistence import PersistentExecutor
+PARENT_FILE = """\
+name: parent
+description: Runs the child between two marks.
+initial: before
+states:
+  before:
+    action: "echo before >> marks"
+    next: go
+  go:
+    loop: child
+    with: {who: bound}
+    on_yes: after
+    on_no: failed
+  after:
+    action: "echo after ${captured.go.said.output} >> marks"
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
 
-    parent = HeadLoop.from_dict(json.loads(Path("parent.json").read_text()))
-    executor = PersistentExecutor(parent, loops_dir=Path(".loops"))
-    if sys.argv[1] == "run":
-        result = executor.run()
-    else:
-        result = executor.resume_checked()
-    print(json.dumps(result.to_dict()))
-    """
-)
 
-
-def _start(root: Path, mode: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "runner.py", mode],
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LL_LOOP), *args],
         cwd=root,
-        env={**os.environ, "HOME": str(root)},
+        env=cli_env(root),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def _stop_mid_child(root: Path, process: subprocess.Popen[str], how: str) -> None:
+    """Stop the run the way `how` says while the child's `two` runs."""
+    _wait_for_mark(root, "two")
+    groups = action_groups(process.pid)
+    if how == "kill -9":
+        process.send_signal(signal.SIGKILL)
+    elif how == "Ctrl-C":
+        process.send_signal(signal.SIGINT)
+    else:
+        stopped = _cli(root, "stop", "parent")
+        assert stopped.returncode == 0, stopped.stderr
+    process.communicate(timeout=30)
+    expected = -signal.SIGKILL if how == "kill -9" else 130
+    assert process.returncode == expected
+    for group in groups:  # a killed run leaves its action behind: end it as stop would
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+        assert wait_until_gone(group, 10)
+
+
+@pytest.mark.parametrize("how", ["kill -9", "Ctrl-C", "ll-loop stop"])
+def test_9b_ll_loop_resumes_inside_the_child(project: Path, how: str) -> None:
+    """§9b: `ll-loop run` stopped mid-child (SIGKILL, Ctrl-C, `ll-loop stop`); its state
+    file names the child's place; `ll-loop resume` goes on inside the child: `two` runs
+    again, `before` and `one` never do, then the parent routes and reads the child's
+    capture."""
+    (project / ".loops" / "parent.yaml").write_text(PARENT_FILE)
+    process = subprocess.Popen(
+        [str(LL_LOOP), "run", "parent", "-q"],
+        cwd=project,
+        env=cli_env(project),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-
-
-def test_9b_killed_mid_child_resumes_inside_it(project: Path) -> None:
-    """§9b: SIGKILL of a real process while the child's `two` runs; a new process resumes
-    inside the child: `two` runs again, `before` and `one` never do."""
-    (project / "runner.py").write_text(RUNNER)
-    (project / "parent.json").write_text(json.dumps(PARENT))
-    process = _start(project, "run")
-    _wait_for_mark(project, "two")
-    groups = action_groups(process.pid)
-    process.send_signal(signal.SIGKILL)
-    process.communicate(timeout=30)
-    assert process.returncode == -signal.SIGKILL
-    for group in groups:  # the action outlives the run: end it as a crash would leave it
-        os.killpg(group, signal.SIGKILL)
-        assert wait_until_gone(group, 10)
+    _stop_mid_child(project, process, how)
     state = StatePersistence("parent", project / ".loops").load_state_checked()
     assert state is not None
-    assert (state.status, state.current_state) == ("running", "go")
-    assert [r["current_state"] for r in state.head["sub_loops"]] == ["two"]
+    status = "running" if how == "kill -9" else "interrupted"
+    assert (state.status, state.current_state, state.phase) == (status, "go", "entered")
+    assert [(r["loop_name"], r["current_state"]) for r in state.head["sub_loops"]] == [
+        ("child", "two")
+    ]
     (project / "go-fast").touch()
-    resumed = _start(project, "resume")
-    out, err = resumed.communicate(timeout=60)
-    assert resumed.returncode == 0, err
-    assert json.loads(out)["final_state"] == "done"
+    resumed = _cli(project, "resume", "parent", "-q")
+    assert resumed.returncode == 0, resumed.stderr
     assert _marks(project) == EXPECTED_MARKS
