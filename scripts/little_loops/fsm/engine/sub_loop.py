@@ -33,17 +33,9 @@ from little_loops.fsm.engine.child_outcome import (
     route_target,
     write_back,
 )
+from little_loops.fsm.engine.child_worktree import ChildWorktree
 from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor, StepContext
-from little_loops.fsm.engine.requests import (
-    AttachWorktree,
-    DetachWorktree,
-    Finish,
-    LoadChild,
-    LoadedChild,
-    Request,
-    RunAction,
-    WorktreeAttached,
-)
+from little_loops.fsm.engine.requests import Finish, LoadChild, LoadedChild, Request
 from little_loops.fsm.engine.routing import RoutingError, no_route_message, resolve_target
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult
@@ -178,8 +170,7 @@ class _ChildRun:
         self.loop: FSMLoop = loaded.loop
         self.events: list[dict[str, Any]] = []
         self.child: ParentCore | None = None
-        self.worktree: WorktreeAttached | None = None  # where the child runs (`worktree:`)
-        self.branch = ""
+        self.worktree = ChildWorktree(sc, state, f"{core.fsm.name}-{self.parent_state}")
 
     def run(self, saved: dict[str, Any] | None) -> _Sub:
         try:
@@ -187,64 +178,18 @@ class _ChildRun:
         except ChildBindingError as exc:
             return _come_back(self.sc, self.state, load_failure(str(exc)), {}, [])
         if self.state.worktree:
-            failed = yield from self._attach(saved, fsm.context)
+            failed = yield from self.worktree.attach(saved, fsm.context)
             if failed is not None:
                 return _come_back(self.sc, self.state, failed, {}, [])
         child = self.child = self._nested(fsm, cursor, guards)
         self._keep_place(None)
         request = child.next_request()
         while not isinstance(request, Finish):
-            child.submit((yield self._placed(request)))
+            child.submit((yield self.worktree.place(request)))
             request = child.next_request()
-        if self.worktree is not None and request.ending.terminated_by not in _PAUSING:
-            yield from self._detach()
+        if request.ending.terminated_by not in _PAUSING:
+            yield from self.worktree.detach()
         return self._ended(request.ending, request.result)
-
-    def _placed(self, request: Request) -> Request:
-        """A child's action runs in its worktree (a deeper one's own worktree wins)."""
-        if self.worktree is None or not isinstance(request, RunAction) or request.cwd:
-            return request
-        return dataclasses.replace(request, cwd=self.worktree.path)
-
-    def _attach(
-        self, saved: dict[str, Any] | None, context: dict[str, Any]
-    ) -> Generator[Request, Any, ChildOutcome | None]:
-        """A fresh worktree of the state's branch (§4.6), also on a resume's entry (the one
-        a stopped run left is removed first); None, or the outcome of a failed attach."""
-        left = (saved or {}).get("worktree")
-        if isinstance(left, dict) and left.get("path"):
-            yield DetachWorktree(Path(left["path"]))
-        assert self.state.worktree is not None
-        try:
-            branch = interpolate(self.state.worktree, self.sc.interpolation()).strip()
-        except InterpolationError as exc:
-            return self._worktree_failed(self.state.worktree, str(exc))
-        if not branch:
-            return None  # an empty branch: no worktree
-        attached = yield AttachWorktree(branch, f"{self.core.fsm.name}-{self.parent_state}")
-        if not isinstance(attached, WorktreeAttached):
-            return self._worktree_failed(branch, attached.message)
-        self.worktree, self.branch = attached, branch
-        run_dir = context.get("run_dir")
-        if isinstance(run_dir, str) and run_dir and not Path(run_dir).is_absolute():
-            absolute = str(attached.origin / run_dir)
-            context["run_dir"] = absolute + "/" if run_dir.endswith("/") else absolute
-        self.sc.emit("sub_loop_worktree_attached", branch=branch, path=str(attached.path))
-        return None
-
-    def _worktree_failed(self, branch: str, message: str) -> ChildOutcome:
-        self.sc.emit("sub_loop_worktree_error", branch=branch, error=message)
-        return ChildOutcome("error", "error", error=message)
-
-    def _detach(self) -> Generator[Request, Any, None]:
-        """Remove the worktree, the child's ending whatever it was (the branch stays)."""
-        assert self.worktree is not None
-        path = self.worktree.path
-        failure = yield DetachWorktree(path)
-        keys: dict[str, Any] = {"branch": self.branch, "path": str(path)}
-        if failure:
-            keys["error"] = failure
-        self.sc.emit("sub_loop_worktree_detached", **keys)
 
     def _prepare(self, saved: dict[str, Any] | None) -> tuple[FSMLoop, RunCursor, RunGuards]:
         """The child loop as it runs here (bound context, clamped clock), its cursor and
@@ -307,8 +252,9 @@ class _ChildRun:
             elapsed_ms=child.elapsed_ms(),
             next_state=next_state,
         )
-        if self.worktree is not None:  # removed by a resume, which attaches a fresh one
-            record["worktree"] = {"branch": self.branch, "path": str(self.worktree.path)}
+        worktree = self.worktree.record()
+        if worktree is not None:  # removed by a resume, which attaches a fresh one
+            record["worktree"] = worktree
         records, index = self.frame.records, self.frame.depth
         if index < len(records):
             records[index] = record  # deeper places stay: a resumed grandchild needs its own
