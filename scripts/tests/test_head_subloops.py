@@ -20,6 +20,8 @@ from little_loops.fsm.engine.child_binding import clamped_child_timeout
 from little_loops.fsm.engine.run_loop import FSMExecutor
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.model.head_loop import HeadLoop
+from little_loops.fsm.process.claude_stream import ClaudeRun
+from little_loops.fsm.process.runner import ActionResult
 
 CHILD = """\
 name: child
@@ -646,3 +648,57 @@ def test_4_3_worktree_attach_failure_takes_on_error(repo: Path) -> None:
         {"event": "sub_loop_worktree_error", "branch": "nosuch", "error": message}
     ]
     assert not [event for event in events if event.get("depth")]
+
+
+class _PricedRunner:
+    """A runner whose every action reports a claude run's cost and tokens."""
+
+    def run(self, action: str, timeout: float, is_slash_command: bool) -> ActionResult:
+        claude = ClaudeRun(cost_usd=0.25, input_tokens=10, output_tokens=3)
+        return ActionResult(output="", stderr="", exit_code=0, duration_ms=1, claude=claude)
+
+
+def test_4_7_child_spending_rolls_up_into_the_run(project: Path) -> None:
+    """Design "Composition on the core": what the child spent counts as the run's."""
+    _write(project, "child", CHILD)
+    parent = _parent({"go": {"loop": "child", "with": {"who": "me"}, "on_yes": "done"}})
+    executor = FSMExecutor(parent, action_runner=_PricedRunner())
+    executor.guards.loops_dir = project / ".loops"
+    result = executor.run()
+    assert result.final_state == "done"
+    assert result.spending == {
+        "cost_usd": 0.5,
+        "tokens": {"input": 20, "output": 6, "cache_read": 0, "cache_creation": 0},
+    }
+
+
+def test_4_7_the_run_budget_stops_a_child_and_resume_goes_on_inside_it(project: Path) -> None:
+    """The run's budget (`max_cost_usd`) covers its children: a child that reaches it stops
+    the whole run `budget_exhausted` with its place kept (its spending counted), and a
+    resume with a higher budget goes on inside the child."""
+    _write(
+        project,
+        "spender",
+        "name: spender\ninitial: a\nstates:\n  a:\n    action: a\n    next: b\n"
+        "  b:\n    action: b\n    next: c\n  c:\n    action: c\n    next: done\n"
+        "  done:\n    terminal: true\n",
+    )
+    parent = _parent({"go": {"loop": "spender", "on_yes": "done"}}, max_cost_usd=0.3)
+    executor = FSMExecutor(parent, action_runner=_PricedRunner())
+    executor.guards.loops_dir = project / ".loops"
+    result = executor.run()
+    assert (result.terminated_by, result.final_state) == ("budget_exhausted", "go")
+    assert result.spending is not None and result.spending["cost_usd"] == 0.5
+    [record] = executor.cursor.head.sub_loops
+    assert (record["current_state"], record["spending"]) == ("c", {})
+    parent.max_cost_usd = 1.0
+    events: list[dict[str, Any]] = []
+    again = FSMExecutor(parent, event_callback=events.append, action_runner=_PricedRunner())
+    again.guards.loops_dir = project / ".loops"
+    again.restore(executor.snapshot())
+    again.cursor.iteration -= 1  # the `loop:` state was cut off: it is entered again
+    resumed = again.run()
+    assert (resumed.terminated_by, resumed.final_state) == ("terminal", "done")
+    assert resumed.spending is not None and resumed.spending["cost_usd"] == 0.75
+    ran = [event["state"] for event in events if event["event"] == "state_enter"]
+    assert ran == ["go", "c"]

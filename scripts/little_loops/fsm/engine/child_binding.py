@@ -22,7 +22,12 @@ from little_loops.fsm.model.head_loop import HeadLoop, HeadStateConfig
 from little_loops.fsm.model.head_parts import ParameterSpec
 from little_loops.fsm.schema import FSMLoop
 
-__all__ = ["ChildBindingError", "bind_child_context", "clamped_child_timeout"]
+__all__ = [
+    "ChildBindingError",
+    "bind_child_context",
+    "clamped_child_budget",
+    "clamped_child_timeout",
+]
 
 _INTEGER = re.compile(r"[+-]?\d+")
 _SEEDED_THRESHOLDS = (("readiness_threshold", 85), ("outcome_threshold", 65))
@@ -157,3 +162,14 @@ def clamped_child_timeout(
     if cap is None:
         return child_timeout
     return cap if child_timeout is None or child_timeout > cap else child_timeout
+
+
+def clamped_child_budget(
+    child_budget: float | None, *, run_budget: float | None, run_spent: float
+) -> float | None:
+    """The child's `max_cost_usd`: what the run's budget has left, or the child's own
+    when that is smaller (the run's budget covers everything its children spend)."""
+    if run_budget is None:
+        return child_budget
+    left = max(run_budget - run_spent, 0.0)
+    return left if child_budget is None else min(child_budget, left)

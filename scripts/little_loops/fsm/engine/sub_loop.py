@@ -5,12 +5,14 @@ action, sleep, hand off, load a grandchild...) pass through the parent to the dr
 unchanged, so the driver needs nothing new but `LoadChild`. Its events reach the run's
 callback with `depth`; its place is kept in the top-level cursor's `head.sub_loops`
 (`sub_loop_record`), refreshed at each of its routes, so a saved parent resumes inside
-it. Its spending rolls up into the parent's when it ends.
+it. Its spending rolls up into the parent's when it ends or pauses, and the run's budget
+caps it. A `worktree:` state runs it in a worktree of another branch (`child_worktree`).
 
-A stop, an interruption, a handoff or a usage limit inside the child ends the whole run
-with the child's place kept; `FATAL_ERROR` and `LOOP_STOP` printed in the child end the
-run as if the top-level loop's action printed them (§9f). Any other ending is the
-child's outcome: the parent routes on it and writes it back (`child_outcome`).
+A stop, an interruption, a handoff, a usage limit or the run's budget reached inside the
+child ends the whole run with the child's place kept; `FATAL_ERROR` and `LOOP_STOP`
+printed in the child end the run as if the top-level loop's action printed them (§9f).
+Any other ending is the child's outcome: the parent routes on it and writes it back
+(`child_outcome`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, Protocol
 from little_loops.fsm.engine.child_binding import (
     ChildBindingError,
     bind_child_context,
+    clamped_child_budget,
     clamped_child_timeout,
 )
 from little_loops.fsm.engine.child_outcome import (
@@ -57,6 +60,7 @@ MAX_SUB_LOOP_DEPTH = 8
 
 # Child endings that end the whole run, the child's place kept for resume.
 _PAUSING = frozenset({"signal", "handoff", "usage_limited"})
+_BUDGET = "budget_exhausted"  # `core.BUDGET` (core imports this module)
 
 _Sub = Generator[Request, Any, Ending | None]
 
@@ -187,9 +191,11 @@ class _ChildRun:
         while not isinstance(request, Finish):
             child.submit((yield self.worktree.place(request)))
             request = child.next_request()
-        if request.ending.terminated_by not in _PAUSING:
+        ending = request.ending
+        paused = ending.terminated_by in _PAUSING or self._run_budget_spent(child, ending)
+        if not paused:
             yield from self.worktree.detach()
-        return self._ended(request.ending, request.result)
+        return self._ended(ending, request.result, paused=paused)
 
     def _prepare(self, saved: dict[str, Any] | None) -> tuple[FSMLoop, RunCursor, RunGuards]:
         """The child loop as it runs here (bound context, clamped clock), its cursor and
@@ -206,7 +212,12 @@ class _ChildRun:
                 parent_elapsed_ms=self.core.elapsed_ms(),
                 state_timeout=self.state.timeout,
             )
-        fsm = dataclasses.replace(self.loop, context=context, timeout=timeout)
+        budget = clamped_child_budget(
+            self.loop.max_cost_usd,
+            run_budget=self.core.fsm.max_cost_usd,
+            run_spent=self.sc.cursor.spending.cost_usd,
+        )
+        fsm = dataclasses.replace(self.loop, context=context, timeout=timeout, max_cost_usd=budget)
         guards = RunGuards(fsm)
         guards.loops_dir = self.core.guards.loops_dir
         if saved is None:
@@ -261,11 +272,11 @@ class _ChildRun:
         else:
             records.append(record)
 
-    def _ended(self, ending: Ending, result: ExecutionResult) -> Ending | None:
+    def _ended(self, ending: Ending, result: ExecutionResult, *, paused: bool) -> Ending | None:
         """The whole run ends (its place kept when it may go on), or the parent routes."""
         child = self.child
         assert child is not None
-        if ending.terminated_by in _PAUSING:
+        if paused:
             self._pause(ending)
             return ending
         del self.frame.records[self.frame.depth :]
@@ -290,9 +301,17 @@ class _ChildRun:
             }
             record["counters"]["handoff_count"] = child.cursor.handoff_count
         record["limit_wait"] = child.cursor.limit_wait
-        record["spending"] = (
-            child.cursor.spending.to_dict() if child.cursor.spending.anything else {}
-        )
+        # What it spent so far is the run's now; the resumed child counts from nothing.
+        self._roll_up(child)
+        record["spending"] = {}
+
+    def _run_budget_spent(self, child: ParentCore, ending: Ending) -> bool:
+        """Whether the child stopped at the run's budget (not only its own): the whole
+        run stops there, and a resume with a higher budget goes on inside the child."""
+        budget = self.core.fsm.max_cost_usd
+        if ending.terminated_by != _BUDGET or budget is None:
+            return False
+        return self.sc.cursor.spending.cost_usd + child.cursor.spending.cost_usd >= budget
 
     def _roll_up(self, child: ParentCore) -> None:
         spent = child.cursor.spending
