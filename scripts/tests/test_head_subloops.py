@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.cli_support import LL_LOOP, cli_env
 
 from little_loops.cli.display import ProgressDisplay
 from little_loops.cli.history_lines import readable_lines
@@ -702,3 +703,24 @@ def test_4_7_the_run_budget_stops_a_child_and_resume_goes_on_inside_it(project: 
     assert resumed.spending is not None and resumed.spending["cost_usd"] == 0.75
     ran = [event["state"] for event in events if event["event"] == "state_enter"]
     assert ran == ["go", "c"]
+
+
+def test_4_8_dry_run_shows_the_sub_loop_without_loading_it(project: Path) -> None:
+    """§4.8: `ll-loop run --dry-run` names the sub-loop and never loads it (the child
+    file here does not even exist)."""
+    (project / ".loops").mkdir()
+    (project / ".loops" / "parent.yaml").write_text(
+        "name: parent\ndescription: p\ninitial: go\nstates:\n  go:\n"
+        "    loop: '${context.kind}/child'\n    on_yes: done\n  done: {terminal: true}\n"
+    )
+    shown = subprocess.run(
+        [str(LL_LOOP), "run", "parent", "--dry-run", "--context", "kind=writers"],
+        cwd=project,
+        env=cli_env(project),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "  [go]\n    [sub-loop: ${context.kind}/child]\n    on_success -> done\n" in shown.stdout
