@@ -312,3 +312,18 @@ def test_9b_ll_loop_resumes_inside_the_child(project: Path, how: str) -> None:
     resumed = _cli(project, "resume", "parent", "-q")
     assert resumed.returncode == 0, resumed.stderr
     assert _marks(project) == EXPECTED_MARKS
+
+
+def test_child_action_logs_have_a_folder_of_their_own(project: Path) -> None:
+    """A child's action logs go to `<iteration>-<state>.sub-<depth>/` beside the run's,
+    so a child state never overwrites a parent log of the same number and name."""
+    (project / "go-fast").touch()
+    parent = json.loads(json.dumps(PARENT))
+    parent["states"]["before"]["action"] = "echo before >> marks; echo parent-log"
+    parent["states"]["go"]["capture"] = "run"
+    result = _executor(project, parent).run()
+    assert result.final_state == "done"
+    logs = StatePersistence("parent", project / ".loops").logs_dir
+    assert (logs / "1-before.log").read_text() == "parent-log\n"
+    assert (logs / "2-go.sub-1" / "3-three.log").read_text() == "bound"
+    assert sorted(path.name for path in (logs / "2-go.sub-1").iterdir()) == ["3-three.log"]

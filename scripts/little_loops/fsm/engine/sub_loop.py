@@ -244,8 +244,8 @@ class _ChildRun:
             kind = event.get("event")
             if kind == "route":
                 self._keep_place(str(event["to"]))
-            elif kind == "loop_start":
-                self._keep_place(None)
+            elif kind in ("loop_start", "handoff_continued"):
+                self._keep_place(None)  # (a continued handoff's state runs again, prompted)
         self.events.append(event)
         self.frame.root_emit(event)
 

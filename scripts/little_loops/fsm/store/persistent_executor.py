@@ -360,10 +360,9 @@ class PersistentExecutor:
         if kind in ("loop_start", "route", "handoff_continued", "limit_wait_end"):
             self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
         elif kind == "action_complete":
+            # A child's logs live in a folder of its own beside the run's (`sub_loop`);
+            # `logs_keep` counts the run's own, so they stay until the run is archived.
             self._action_group = None
-            written = event.get("log_path")
-            if self._log_retention is not None and isinstance(written, str):
-                self._log_retention.add(Path(written), self._logs_in_use())
         elif kind == "limit_wait":
             self.persistence.save_state(self._build_state(self._executor.current_state, WAITING))
         elif kind == "handoff_detected":
