@@ -327,3 +327,23 @@ def test_child_action_logs_have_a_folder_of_their_own(project: Path) -> None:
     assert (logs / "1-before.log").read_text() == "parent-log\n"
     assert (logs / "2-go.sub-1" / "3-three.log").read_text() == "bound"
     assert sorted(path.name for path in (logs / "2-go.sub-1").iterdir()) == ["3-three.log"]
+
+
+def test_9b_saved_child_outputs_are_cut_like_the_runs(project: Path) -> None:
+    """§9b: a child's captures in the saved place are cut to the state file's cap (each
+    child route rewrites the file), the whole output staying in the child's log."""
+    (project / ".loops" / "child.yaml").write_text(
+        CHILD.replace(
+            'echo one >> marks"', "echo one >> marks; yes x | tr -d '[:space:]' | head -c 40000\""
+        ).replace("  one:\n", "  one:\n    capture: big\n")
+    )
+    executor = _executor(project)
+    thread = _stop_when(executor, project, "two")
+    executor.run()
+    thread.join()
+    state = StatePersistence("parent", project / ".loops").load_state_checked()
+    assert state is not None
+    big = state.head["sub_loops"][0]["captured"]["big"]
+    assert len(big["output"].encode()) < 20_000
+    assert big["output"].endswith("x" * 100)
+    assert Path(big["log_path"]).stat().st_size == 40_000

@@ -138,6 +138,23 @@ def _capped_captured(captured: dict[str, dict[str, Any]]) -> dict[str, dict[str,
     }
 
 
+def _capped_head(head: dict[str, Any]) -> dict[str, Any]:
+    """The HEAD record with the outputs of the sub-loops under way cut like the run's own
+    (each child route rewrites the state file)."""
+    places = head.get("sub_loops")
+    if places:
+        head["sub_loops"] = [_capped_place(place) for place in places]
+    return head
+
+
+def _capped_place(place: dict[str, Any]) -> dict[str, Any]:
+    capped = dict(place)
+    capped["captured"] = _capped_captured(place.get("captured") or {})
+    prev = place.get("prev_result")
+    capped["prev_result"] = _capped_result(prev) if isinstance(prev, dict) else prev
+    return capped
+
+
 def _evaluation_record(event: dict[str, Any]) -> dict[str, Any]:
     """`last_result` from an `evaluate` event: the verdict and every detail key."""
     details = {key: value for key, value in event.items() if key not in _NOT_DETAILS}
@@ -468,7 +485,7 @@ class PersistentExecutor:
             limit_wait=executor.cursor.limit_wait,
             max_cost_usd=self.budget_override,
             notify=self.notify_override,
-            head=executor.cursor.head.to_dict(),
+            head=_capped_head(executor.cursor.head.to_dict()),
         )
 
     def _spending(self) -> dict[str, Any]:
