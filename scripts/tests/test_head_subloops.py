@@ -18,6 +18,7 @@ from fixtures.cli_support import LL_LOOP, cli_env
 from little_loops.cli.display import ProgressDisplay
 from little_loops.cli.history_lines import readable_lines
 from little_loops.fsm.engine.child_binding import clamped_child_timeout
+from little_loops.fsm.engine.core import RunCore
 from little_loops.fsm.engine.run_loop import FSMExecutor
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.model.head_loop import HeadLoop
@@ -724,3 +725,34 @@ def test_4_8_dry_run_shows_the_sub_loop_without_loading_it(project: Path) -> Non
     )
     assert shown.returncode == 0, shown.stderr
     assert "  [go]\n    [sub-loop: ${context.kind}/child]\n    on_success -> done\n" in shown.stdout
+
+
+def test_7_6_rate_limit_memory_is_shared_with_the_child(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """§7.6 (§4.6): the rate-limit wait memory is the run's: the child's cursor holds the
+    same record as the run's, and a child's saved place does not keep a copy of it."""
+    _write(project, "child", CHILD)
+    parent = _parent({"go": {"loop": "child", "with": {"who": "me"}, "on_yes": "done"}})
+    executor = FSMExecutor(parent)
+    executor.guards.loops_dir = project / ".loops"
+    executor.cursor.head.rate_limit["work"] = {"waited": 5}
+    children: list[RunCore] = []
+    nested = RunCore.nested
+
+    def keep_child(core: RunCore, fsm: Any, **kwargs: Any) -> RunCore:
+        children.append(nested(core, fsm, **kwargs))
+        return children[-1]
+
+    monkeypatch.setattr(RunCore, "nested", keep_child)
+    saved: list[dict[str, Any]] = []
+
+    def watch(event: dict[str, Any]) -> None:
+        if event.get("depth") == 1 and event["event"] == "route":
+            saved.append(executor.cursor.head.sub_loops[0]["counters"]["head"])
+
+    executor.event_callback = watch
+    executor.run()
+    [child] = children
+    assert child.cursor.head.rate_limit is executor.cursor.head.rate_limit
+    assert saved == [{}, {}]

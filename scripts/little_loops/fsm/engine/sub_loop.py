@@ -221,9 +221,13 @@ class _ChildRun:
         guards = RunGuards(fsm)
         guards.loops_dir = self.core.guards.loops_dir
         if saved is None:
-            return fsm, RunCursor(fsm.initial), guards
-        restore_guards(guards, saved)
-        return fsm, restored_cursor(saved, int(self.core.clock.wall() * 1000)), guards
+            cursor = RunCursor(fsm.initial)
+        else:
+            restore_guards(guards, saved)
+            cursor = restored_cursor(saved, int(self.core.clock.wall() * 1000))
+        # HEAD §7.6: the rate-limit wait memory is the run's, shared with its sub-loops.
+        cursor.head.rate_limit = self.sc.cursor.head.rate_limit
+        return fsm, cursor, guards
 
     def _nested(self, fsm: FSMLoop, cursor: RunCursor, guards: RunGuards) -> ParentCore:
         depth = self.frame.depth + 1

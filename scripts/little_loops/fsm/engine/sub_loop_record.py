@@ -36,6 +36,7 @@ def child_record(
     """The child's place, to run `next_state` (default: the cursor's state) next."""
     head = cursor.head.to_dict()
     head.pop("sub_loops", None)  # deeper levels have records of their own
+    head.pop("rate_limit", None)  # the run's own (shared with its sub-loops, §7.6)
     return {
         "parent_state": parent_state,
         "loop_name": loop_name,
