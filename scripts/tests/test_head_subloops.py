@@ -450,7 +450,7 @@ def test_9d_types_are_checked_after_interpolation(project: Path) -> None:
     result = _run(project, bad)
     assert (
         result.captured["go"]["error"]
-        == "Sub-loop 'typed' parameter 'rounds' must be integer, got True"
+        == "Sub-loop 'typed' parameter 'rounds' must be an integer, got True"
     )
 
 

@@ -99,8 +99,15 @@ def _apply_parameters(specs: dict[str, ParameterSpec], context: dict[str, Any], 
             continue
         if not reads_as(spec, context[name]):
             raise ChildBindingError(
-                f"Sub-loop '{label}' parameter '{name}' must be {spec.type}, got {context[name]!r}"
+                f"Sub-loop '{label}' parameter '{name}' {_expected(spec)}, got {context[name]!r}"
             )
+
+
+def _expected(spec: ParameterSpec) -> str:
+    """`must be an integer`, `must be one of a, b` (the words of the `run` refusal)."""
+    if spec.type == "enum":
+        return f"must be one of {', '.join(map(str, spec.values or []))}"
+    return f"must be {'an' if spec.type == 'integer' else 'a'} {spec.type}"
 
 
 def reads_as(spec: ParameterSpec, value: Any) -> bool:
