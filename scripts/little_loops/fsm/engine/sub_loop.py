@@ -203,9 +203,11 @@ class _ChildRun:
         if saved is not None:
             context, timeout = dict(saved.get("context") or {}), saved.get("timeout")
         else:
-            context = bind_child_context(
-                self.state, self.loop, self.sc.interpolation(), self.chain[-1]
-            )
+            try:
+                ctx = self.sc.interpolation()
+            except InterpolationError as exc:  # (a fragment's unbound parameter)
+                raise ChildBindingError(str(exc)) from exc
+            context = bind_child_context(self.state, self.loop, ctx, self.chain[-1])
             timeout = clamped_child_timeout(
                 self.loop.timeout,
                 parent_timeout=self.core.fsm.timeout,
@@ -368,7 +370,7 @@ def _come_back(
         resolved = resolve_target(
             target, current_state=name, state_names=sc.fsm.states, ctx=sc.interpolation()
         )
-    except RoutingError as exc:
+    except (RoutingError, InterpolationError) as exc:
         return Ending("error", str(exc))
     sc.emit("route", **{"from": name, "to": resolved, "verdict": outcome.verdict})
     cursor.current_state = resolved
