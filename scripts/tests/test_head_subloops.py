@@ -89,7 +89,7 @@ def _write(root: Path, name: str, text: str) -> None:
 
 
 def _parent(states: dict[str, Any], **loop: Any) -> HeadLoop:
-    terminals = {"done": {"terminal": True}, "failed": {"terminal": True}}
+    terminals = {"done": {"terminal": True}, "fallback": {"terminal": True}}
     return HeadLoop.from_dict(
         {"name": "parent", "initial": "go", **loop, "states": {**states, **terminals}}
     )
@@ -198,9 +198,9 @@ def test_4_3_failure_terminal_takes_on_no(project: Path) -> None:
     """§4.3: a terminal named `failed` (a legacy child too) is a failure terminal: on_no,
     and `failure_terminal: true` is written back."""
     _write(project, "failing-child", FAILING_CHILD)
-    parent = _parent({"go": {"loop": "failing-child", "on_yes": "done", "on_no": "failed"}})
+    parent = _parent({"go": {"loop": "failing-child", "on_yes": "done", "on_no": "fallback"}})
     result = _run(project, parent)
-    assert (result.terminated_by, result.final_state) == ("terminal", "failed")
+    assert (result.terminated_by, result.final_state) == ("terminal", "fallback")
     assert result.captured["go"] == {"terminated_by": "terminal", "failure_terminal": True}
 
 
@@ -210,25 +210,25 @@ def test_4_3_child_error_takes_on_error_else_on_no(project: Path) -> None:
     _write(project, "error-child", ERROR_CHILD)
     message = "No valid transition for verdict 'error' in state 'work'"
     with_error = _parent(
-        {"go": {"loop": "error-child", "on_no": "failed", "on_error": "handled"}},
+        {"go": {"loop": "error-child", "on_no": "fallback", "on_error": "handled"}},
     )
     with_error.states["handled"] = with_error.states["done"]
     result = _run(project, with_error)
     assert result.final_state == "handled"
     assert result.captured["go"] == {"terminated_by": "error", "error": message}
-    without = _parent({"go": {"loop": "error-child", "on_yes": "done", "on_no": "failed"}})
-    assert _run(project, without).final_state == "failed"
+    without = _parent({"go": {"loop": "error-child", "on_yes": "done", "on_no": "fallback"}})
+    assert _run(project, without).final_state == "fallback"
 
 
 def test_4_3_budget_takes_on_timeout_else_on_no(project: Path) -> None:
     """§4.3: a child that used up its step cap takes on_timeout; without it, on_no."""
     _write(project, "busy-child", BUSY_CHILD)
-    timed = _parent({"go": {"loop": "busy-child", "on_no": "failed", "on_timeout": "done"}})
+    timed = _parent({"go": {"loop": "busy-child", "on_no": "fallback", "on_timeout": "done"}})
     result = _run(project, timed)
     assert result.final_state == "done"
     assert result.captured["go"] == {"terminated_by": "max_iterations"}
-    plain = _parent({"go": {"loop": "busy-child", "on_yes": "done", "on_no": "failed"}})
-    assert _run(project, plain).final_state == "failed"
+    plain = _parent({"go": {"loop": "busy-child", "on_yes": "done", "on_no": "fallback"}})
+    assert _run(project, plain).final_state == "fallback"
 
 
 def test_4_5_state_timeout_is_the_child_wall_clock(project: Path) -> None:
@@ -240,7 +240,7 @@ def test_4_5_state_timeout_is_the_child_wall_clock(project: Path) -> None:
         "    next: done\n  done:\n    terminal: true\n",
     )
     parent = _parent(
-        {"go": {"loop": "slow", "timeout": 1, "on_no": "failed", "on_timeout": "done"}}
+        {"go": {"loop": "slow", "timeout": 1, "on_no": "fallback", "on_timeout": "done"}}
     )
     result = _run(project, parent)
     assert (result.final_state, result.captured["go"]) == ("done", {"terminated_by": "timeout"})
@@ -285,9 +285,9 @@ def test_4_3_unresolved_name_takes_on_error_or_ends_the_run(project: Path) -> No
         f"{loops / 'nowhere.fsm.yaml'}, {loops / 'nowhere.yaml'})"
     )
     routed = _run(
-        project, _parent({"go": {"loop": "nowhere", "on_yes": "done", "on_error": "failed"}})
+        project, _parent({"go": {"loop": "nowhere", "on_yes": "done", "on_error": "fallback"}})
     )
-    assert routed.final_state == "failed"
+    assert routed.final_state == "fallback"
     assert routed.captured["go"] == {"terminated_by": "error", "error": message}
     ended = _run(project, _parent({"go": {"loop": "nowhere", "on_yes": "done", "on_no": "done"}}))
     assert (ended.terminated_by, ended.error) == ("error", message)
@@ -417,10 +417,10 @@ def test_9d_required_parameter_unbound_is_a_load_failure(project: Path) -> None:
         "    next: done\n  done:\n    terminal: true\n",
     )
     missing = _parent(
-        {"go": {"loop": "needs", "with": {"other": 1}, "on_yes": "done", "on_error": "failed"}}
+        {"go": {"loop": "needs", "with": {"other": 1}, "on_yes": "done", "on_error": "fallback"}}
     )
     result = _run(project, missing)
-    assert result.final_state == "failed"
+    assert result.final_state == "fallback"
     assert result.captured["go"]["error"] == (
         "Sub-loop 'needs' requires parameter 'version' but it is not bound in 'with'"
     )
@@ -445,7 +445,14 @@ def test_9d_types_are_checked_after_interpolation(project: Path) -> None:
     )
     assert _run(project, good).captured["go"]["out"]["output"] == "6\n"
     bad = _parent(
-        {"go": {"loop": "typed", "with": {"rounds": True}, "on_yes": "done", "on_error": "failed"}}
+        {
+            "go": {
+                "loop": "typed",
+                "with": {"rounds": True},
+                "on_yes": "done",
+                "on_error": "fallback",
+            }
+        }
     )
     result = _run(project, bad)
     assert (
@@ -465,13 +472,20 @@ def test_9c_depth_limit_names_the_chain(project: Path) -> None:
         "  done:\n    terminal: true\n  failed:\n    terminal: true\n",
     )
     parent = _parent(
-        {"go": {"loop": "deep", "context_passthrough": True, "on_yes": "done", "on_no": "failed"}},
+        {
+            "go": {
+                "loop": "deep",
+                "context_passthrough": True,
+                "on_yes": "done",
+                "on_no": "fallback",
+            }
+        },
         context={"me": "deep"},
     )
     parent.name = "top"
     events: list[dict[str, Any]] = []
     result = _run(project, parent, events)
-    assert result.final_state == "failed"
+    assert result.final_state == "fallback"
     chain = " -> ".join(["top", *["deep"] * 9])
     deepest = [event for event in events if event.get("depth") == 8 and event["event"] == "route"]
     assert deepest == [
@@ -636,7 +650,7 @@ def test_4_3_worktree_attach_failure_takes_on_error(repo: Path) -> None:
                 "worktree": "nosuch",
                 "with": {"run_dir": "r/"},
                 "on_yes": "done",
-                "on_no": "failed",
+                "on_no": "fallback",
             }
         }
     )
@@ -644,7 +658,7 @@ def test_4_3_worktree_attach_failure_takes_on_error(repo: Path) -> None:
     message = (
         "worktree of branch 'nosuch': git worktree add failed: fatal: invalid reference: nosuch"
     )
-    assert result.final_state == "failed"
+    assert result.final_state == "fallback"
     assert result.captured["go"] == {"terminated_by": "error", "error": message}
     assert [_strip([event])[0] for event in events if event["event"].startswith("sub_loop")] == [
         {"event": "sub_loop_worktree_error", "branch": "nosuch", "error": message}
