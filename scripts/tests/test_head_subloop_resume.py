@@ -49,6 +49,7 @@ states:
 PARENT: dict[str, Any] = {
     "name": "parent",
     "initial": "before",
+    "context": {"run_dir": "runs/p/"},
     "states": {
         "before": {"action": "echo before >> marks", "next": "go"},
         "go": {"loop": "child", "with": {"who": "bound"}, "on_yes": "after", "on_no": "failed"},
@@ -117,7 +118,7 @@ def test_9b_stopped_inside_the_child_saves_its_place(project: Path) -> None:
         str(project / ".loops/child.yaml"),
     )
     assert (record["current_state"], record["iteration"]) == ("two", 1)
-    assert record["context"] == {"who": "bound"}
+    assert record["context"] == {"who": "bound", "run_dir": "runs/p/"}  # §4.2: run_dir added
     assert record["timeout"] is None
 
 

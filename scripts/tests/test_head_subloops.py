@@ -30,7 +30,7 @@ name: child
 initial: work
 states:
   work:
-    action: "echo worked ${context.who}"
+    action: "printf 'worked %s' ${context.who}"
     capture: said
     next: check
   check:
@@ -122,7 +122,7 @@ def test_4_child_runs_as_one_step_with_depth_events_and_routes_on_yes(project: P
         {"event": "state_enter", "state": "go", "iteration": 1},
         {"event": "loop_start", "loop": "child", "depth": 1},
         {"event": "state_enter", "state": "work", "iteration": 1, "depth": 1},
-        {"event": "action_start", "action": "echo worked me", "depth": 1},
+        {"event": "action_start", "action": "printf 'worked %s' me", "depth": 1},
         {
             "event": "action_complete",
             "exit_code": 0,
@@ -171,7 +171,7 @@ def test_4_4_write_backs_with_bindings_and_capture(project: Path) -> None:
                 "on_yes": "show",
             },
             "show": {
-                "action": "echo got ${captured.go.said.output}",
+                "action": "printf 'got %s' '${captured.go.said.output}'",
                 "capture": "shown",
                 "next": "done",
             },
@@ -189,9 +189,9 @@ def test_4_4_write_backs_with_bindings_and_capture(project: Path) -> None:
     }
     go = result.captured["go"]
     assert go["terminated_by"] == "terminal"
-    assert go["said"]["output"] == "worked parent-value\n"
+    assert go["said"]["output"] == "worked parent-value"
     assert set(go) == {"said", "terminated_by"}
-    assert result.captured["shown"]["output"] == "got worked parent-value\n"
+    assert result.captured["shown"]["output"] == "got worked parent-value"
 
 
 def test_4_3_failure_terminal_takes_on_no(project: Path) -> None:
@@ -413,7 +413,7 @@ def test_9d_required_parameter_unbound_is_a_load_failure(project: Path) -> None:
         "needs",
         "name: needs\ninitial: work\nparameters:\n  version: {type: string, required: true}\n"
         "  rounds: {type: integer, default: 2}\nstates:\n  work:\n"
-        '    action: "echo ${context.version} ${context.rounds}"\n    capture: out\n'
+        "    action: \"printf '%s %s' ${context.version} ${context.rounds}\"\n    capture: out\n"
         "    next: done\n  done:\n    terminal: true\n",
     )
     missing = _parent(
@@ -426,7 +426,7 @@ def test_9d_required_parameter_unbound_is_a_load_failure(project: Path) -> None:
     )
     bound = _parent({"go": {"loop": "needs", "with": {"version": "2.3"}, "on_yes": "done"}})
     result = _run(project, bound)
-    assert result.captured["go"]["out"]["output"] == "2.3 2\n"
+    assert result.captured["go"]["out"]["output"] == "2.3 2"
 
 
 def test_9d_types_are_checked_after_interpolation(project: Path) -> None:
@@ -436,14 +436,14 @@ def test_9d_types_are_checked_after_interpolation(project: Path) -> None:
         project,
         "typed",
         "name: typed\ninitial: work\nparameters:\n  rounds: {type: integer}\nstates:\n"
-        '  work:\n    action: "echo ${context.rounds}"\n    capture: out\n    next: done\n'
+        '  work:\n    action: "printf ${context.rounds}"\n    capture: out\n    next: done\n'
         "  done:\n    terminal: true\n",
     )
     good = _parent(
         {"go": {"loop": "typed", "with": {"rounds": "${context.n}"}, "on_yes": "done"}},
         context={"n": 6},
     )
-    assert _run(project, good).captured["go"]["out"]["output"] == "6\n"
+    assert _run(project, good).captured["go"]["out"]["output"] == "6"
     bad = _parent(
         {
             "go": {
@@ -539,7 +539,7 @@ def test_4_7_live_display_indents_a_child_by_its_depth(
     assert capsys.readouterr().out == (
         "[1/5] go\n"
         "    sub-loop child\n"
-        "    [1] work -> echo worked me\n"
+        "    [1] work -> printf 'worked %s' me\n"
         "           -> check (0.0s)\n"
         "    [2] check -> true\n"
         "           ✓ success\n"
