@@ -39,8 +39,9 @@ from little_loops.fsm.engine.spending import format_cost
 from little_loops.fsm.model.durations import format_duration as format_wait
 
 INDENT = " " * 7
+SUB_LOOP_INDENT = " " * 4  # per sub-loop depth (spec/ll-head-dialect.md §4.7)
 ACTION_WIDTH = 60
-GOOD_VERDICTS = frozenset({"success", "target", "progress"})
+GOOD_VERDICTS = frozenset({"success", "yes", "target", "progress"})
 
 
 def shorten(text: str, width: int) -> str:
@@ -87,13 +88,27 @@ class ProgressDisplay:
         self._action_exit: tuple[int, str] | None = None
         # What the actions of the current state cost (slash commands report it).
         self._state_cost: float | None = None
+        # Sub-loop events carry `depth`: their lines are indented by it, and each depth
+        # keeps its own state start (the parent's `loop:` state spans its child's).
+        self._depth = 0
+        self._started_at_depth: dict[int, float] = {}
+
+    @property
+    def _pad(self) -> str:
+        return SUB_LOOP_INDENT * self._depth
+
+    @property
+    def _indent(self) -> str:
+        return self._pad + INDENT
 
     def __call__(self, event: dict[str, Any]) -> None:
         if not self.enabled:
             return
         name = str(event.get("event"))
         handler = _HANDLERS.get(name)
+        depth = event.get("depth")
         with self._lock, self._stdout_guard():
+            self._depth = depth if isinstance(depth, int) and depth > 0 else 0
             self._erase_activity()
             self._print_preamble()
             if name != "evaluate":
@@ -109,7 +124,7 @@ class ProgressDisplay:
                 if self.live:  # the time line only waits for quiet on a terminal
                     self.activity.output_arrived(self.clock())
                 self._finish_line()
-                write_line(f"{INDENT}| {line}")
+                write_line(f"{self._indent}| {line}")
 
     @contextmanager
     def _stdout_guard(self) -> Iterator[None]:
@@ -167,9 +182,12 @@ class ProgressDisplay:
             self._line_open = False
 
     def _state_enter(self, event: dict[str, Any]) -> None:
-        self._state_started = self._time_of(event)
+        self._state_started = self._started_at_depth[self._depth] = self._time_of(event)
         self._state_cost = None
         iteration = event.get("iteration", "?")
+        if self._depth:  # a sub-loop's steps count against its own cap, not the run's
+            self._open_line(f"{self._pad}[{iteration}] {event.get('state', '?')}")
+            return
         self._iteration = iteration if isinstance(iteration, int) else 0
         self._open_line(f"[{iteration}/{self.max_iterations}] {event.get('state', '?')}")
 
@@ -204,14 +222,14 @@ class ProgressDisplay:
         error, self._action_error, self._action_exit = self._action_error, None, None
         if error:
             self._finish_line()
-            write_line(f"{INDENT}! {error}")
+            write_line(f"{self._indent}! {error}")
 
     def _error_reason(self, event: dict[str, Any]) -> str | None:
         """Why the verdict is `error`: the evaluator's or runner's message, else the exit
         code and what the action said last on stderr (`command not found`)."""
         error = one_line(event["error"]) if event.get("error") else None
         if self._action_error and self._action_error != error:
-            write_line(f"{INDENT}! {self._action_error}")  # a different, earlier cause
+            write_line(f"{self._indent}! {self._action_error}")  # a different, earlier cause
         if error is None and self._action_exit is not None:
             code, stderr = self._action_exit
             error = f"exit code {code}: {stderr}" if stderr else f"exit code {code}"
@@ -223,7 +241,7 @@ class ProgressDisplay:
         verdict = str(event.get("verdict", "?"))
         good = verdict in GOOD_VERDICTS
         mark = paint("✓", GREEN, sys.stdout) if good else paint("✗", RED, sys.stdout)
-        line = f"{INDENT}{mark} {verdict}"
+        line = f"{self._indent}{mark} {verdict}"
         if "confidence" in event:
             line += f" (confidence: {event['confidence']})"
         reason = self._error_reason(event) if verdict == "error" else None
@@ -238,41 +256,42 @@ class ProgressDisplay:
             # A restart uses an iteration of its own: it gets its own numbered line.
             self._iteration += 1
             where = f"[{self._iteration}/{self.max_iterations}] {event.get('from', '?')}"
-            write_line(f"{where}: maintain -> {event.get('to', '?')}")
+            write_line(f"{self._pad}{where}: maintain -> {event.get('to', '?')}")
             return
         if event.get("reason") == "max_visits":
             # Nothing ran: the state was skipped because it used up its visits.
             where = f"{event.get('from', '?')} used up max_visits"
-            write_line(f"{INDENT}{where} -> {event.get('to', '?')}")
+            write_line(f"{self._indent}{where} -> {event.get('to', '?')}")
             return
-        spent = self._time_of(event) - self._state_started
+        started = self._started_at_depth.get(self._depth, self._state_started)
+        spent = self._time_of(event) - started
         stalled = "stalled, on_stall " if event.get("reason") == "stalled" else ""
         cost = "" if self._state_cost is None else f", {format_cost(self._state_cost)}"
-        write_line(f"{INDENT}{stalled}-> {event.get('to', '?')} ({spent:.1f}s{cost})")
+        write_line(f"{self._indent}{stalled}-> {event.get('to', '?')} ({spent:.1f}s{cost})")
 
     def _handoff(self, event: dict[str, Any]) -> None:
         self._finish_line()
         write_line(
-            f"{INDENT}handoff: {shorten(str(event.get('continuation') or ''), ACTION_WIDTH)}"
+            f"{self._indent}handoff: {shorten(str(event.get('continuation') or ''), ACTION_WIDTH)}"
         )
 
     def _handoff_continued(self, event: dict[str, Any]) -> None:
         self._finish_line()
         count = event.get("count", "?")
-        write_line(f"{INDENT}continuing in a fresh process (continuation {count})")
+        write_line(f"{self._indent}continuing in a fresh process (continuation {count})")
 
     def _checkpoint(self, event: dict[str, Any]) -> None:
         self._finish_line()
         if event.get("warning"):
-            write_line(f"{INDENT}! {one_line(event['warning'])}")
+            write_line(f"{self._indent}! {one_line(event['warning'])}")
         else:
-            write_line(f"{INDENT}checkpoint: committed {event.get('commit', '')}")
+            write_line(f"{self._indent}checkpoint: committed {event.get('commit', '')}")
 
     def _backoff(self, event: dict[str, Any]) -> None:
         self._finish_line()
         seconds = event.get("seconds")
         shown = f"{seconds:g}" if isinstance(seconds, (int, float)) else "?"
-        write_line(f"{INDENT}waiting {shown}s")
+        write_line(f"{self._indent}waiting {shown}s")
 
     def _limit_wait(self, event: dict[str, Any]) -> None:
         self._finish_line()
@@ -280,22 +299,24 @@ class ProgressDisplay:
         until = event.get("until")
         now = self._wall_time_of(event)
         when = reset_phrase(until, now) if isinstance(until, str) else "when it resets"
-        write_line(f"{INDENT}{one_line(event.get('message', ''))}")
-        write_line(f"{INDENT}waiting for the usage limit to reset {when}")
+        write_line(f"{self._indent}{one_line(event.get('message', ''))}")
+        write_line(f"{self._indent}waiting for the usage limit to reset {when}")
 
     def _limit_wait_end(self, event: dict[str, Any]) -> None:
         self._finish_line()
         waited = event.get("waited_seconds")
         shown = format_wait(waited) if isinstance(waited, int | float) else "?"
-        write_line(f"{INDENT}usage limit reset after {shown}: {event.get('state', '?')} again")
+        write_line(
+            f"{self._indent}usage limit reset after {shown}: {event.get('state', '?')} again"
+        )
 
     def _rate_limit_backoff(self, event: dict[str, Any]) -> None:
         self._finish_line()
         seconds = event.get("seconds")
         shown = _seconds(seconds) if isinstance(seconds, int | float) else "?"
         attempt, retries = event.get("attempt", "?"), event.get("retries", "?")
-        write_line(f"{INDENT}{one_line(event.get('message', ''))}")
-        write_line(f"{INDENT}backing off {shown} (retry {attempt} of {retries})")
+        write_line(f"{self._indent}{one_line(event.get('message', ''))}")
+        write_line(f"{self._indent}backing off {shown} (retry {attempt} of {retries})")
 
     def _wall_time_of(self, event: dict[str, Any]) -> float:
         stamp = event.get("ts")
@@ -303,6 +324,11 @@ class ProgressDisplay:
             with contextlib.suppress(ValueError):
                 return datetime.fromisoformat(stamp).timestamp()
         return time.time()
+
+    def _loop_start(self, event: dict[str, Any]) -> None:
+        if self._depth:  # a sub-loop starting (the run's own start has the preamble)
+            self._finish_line()
+            write_line(f"{self._pad}sub-loop {event.get('loop', '?')}")
 
     def _loop_complete(self, event: dict[str, Any]) -> None:
         self._finish_line()
@@ -332,5 +358,6 @@ _HANDLERS = {
     "limit_wait": ProgressDisplay._limit_wait,
     "limit_wait_end": ProgressDisplay._limit_wait_end,
     "rate_limit_backoff": ProgressDisplay._rate_limit_backoff,
+    "loop_start": ProgressDisplay._loop_start,
     "loop_complete": ProgressDisplay._loop_complete,
 }

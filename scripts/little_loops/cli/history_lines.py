@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from little_loops.cli.display import GOOD_VERDICTS, one_line, shorten
+from little_loops.cli.display import GOOD_VERDICTS, SUB_LOOP_INDENT, one_line, shorten
 from little_loops.cli.display import _last_line as last_line
 from little_loops.cli.history_query import event_moment
 from little_loops.cli.output import GREEN, RED, paint
@@ -79,16 +79,29 @@ def readable_lines(
     events: list[dict[str, Any]], keep: Callable[[int], bool], *, fold: bool
 ) -> list[str]:
     """The lines for the events whose index `keep` accepts (`fold`: the default view)."""
-    visit, lines = _Visit(), []
+    visits: dict[int, _Visit] = {}  # per sub-loop depth: a `loop:` state spans its child
+    lines = []
     for index, event in enumerate(events):
         kind = event.get("event")
+        depth = _depth(event)
         if kind == "state_enter":
-            visit = _Visit(entered=event_moment(event))
+            visits[depth] = _Visit(entered=event_moment(event))
+        visit = visits.setdefault(depth, _Visit())
         visit.note(event)
         if not keep(index) or (fold and kind in FOLDED):
             continue
         lines.append(_route_line(event, visit) if kind == "route" else _event_line(event))
     return lines
+
+
+def _depth(event: dict[str, Any]) -> int:
+    depth = event.get("depth")
+    return depth if isinstance(depth, int) and depth > 0 else 0
+
+
+def _pad(event: dict[str, Any]) -> str:
+    """A sub-loop's lines are indented by its depth (spec/ll-head-dialect.md §4.7)."""
+    return SUB_LOOP_INDENT * _depth(event)
 
 
 def clock_time(moment: datetime | None) -> str:
@@ -106,7 +119,7 @@ def _route_line(event: dict[str, Any], visit: _Visit) -> str:
     to = event.get("to", "?")
     reason = event.get("reason")
     if reason in MOVES_WITHOUT_VERDICT:
-        return f"{clock_time(event_moment(event))} {left}  {reason} -> {to}"
+        return f"{clock_time(event_moment(event))} {_pad(event)}{left}  {reason} -> {to}"
     verdict = str(event.get("verdict") or visit.verdict or "?")
     good = verdict in GOOD_VERDICTS
     mark = paint("✓", GREEN, sys.stdout) if good else paint("✗", RED, sys.stdout)
@@ -114,7 +127,7 @@ def _route_line(event: dict[str, Any], visit: _Visit) -> str:
     stalled = " (stalled)" if reason == "stalled" else ""
     started = visit.entered or event_moment(event)
     return (
-        f"{clock_time(started)} {left}  {mark} {verdict}{said} -> {to}{stalled}"
+        f"{clock_time(started)} {_pad(event)}{left}  {mark} {verdict}{said} -> {to}{stalled}"
         f"  ({_took(started, event_moment(event), visit)})"
     )
 
@@ -139,9 +152,11 @@ def _duration(seconds: float) -> str:
 def _event_line(event: dict[str, Any]) -> str:
     """`<time> <event> key=value ...` (long values cut, line breaks folded)."""
     rest = " ".join(
-        f"{key}={_value(value)}" for key, value in event.items() if key not in ("event", "ts")
+        f"{key}={_value(value)}"
+        for key, value in event.items()
+        if key not in ("event", "ts", "depth")
     )
-    head = f"{clock_time(event_moment(event))} {event.get('event', '?')}"
+    head = f"{clock_time(event_moment(event))} {_pad(event)}{event.get('event', '?')}"
     return f"{head} {rest}" if rest else head
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.schema import FSMLoop, StateConfig
 
 PLAN_ACTION_WIDTH = 70
@@ -25,6 +26,8 @@ def _state_lines(name: str, state: StateConfig) -> list[str]:
         if len(action) > PLAN_ACTION_WIDTH:
             action = action[:PLAN_ACTION_WIDTH] + "..."
         lines.append(f"    action: {action}")
+    if isinstance(state, HeadStateConfig) and state.loop:
+        lines.append(f"    [sub-loop: {state.loop}]")  # never loaded here (HEAD §4.8)
     if state.evaluate is not None:
         lines.append(f"    evaluate: {state.evaluate.type}")
     for label, target in (

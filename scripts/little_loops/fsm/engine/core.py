@@ -85,6 +85,7 @@ from little_loops.fsm.engine.run_events import (
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.spending import format_cost
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step, step_ending
+from little_loops.fsm.engine.sub_loop import SubLoopFrame, run_sub_loop
 from little_loops.fsm.engine.throttle import count_action_run, keep_visit_count
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext
@@ -132,6 +133,7 @@ class RunCore:
         checkpoints: bool = False,
         stop_requested: Callable[[], bool] | None = None,
         revised: Callable[[str], bool] = every_revision,
+        sub_loop_frame: SubLoopFrame | None = None,
     ) -> None:
         self.fsm = fsm
         self.clock = clock
@@ -145,6 +147,8 @@ class RunCore:
         self._checkpoints = checkpoints
         self._stop_requested = stop_requested
         self._revised = revised
+        # Set on the core of a sub-loop: its place in the chain (`sub_loop`).
+        self.sub_loop_frame = sub_loop_frame
         self._stopping = False
         self._clock_start = clock.monotonic()
         self._elapsed_before_ms = 0
@@ -177,6 +181,39 @@ class RunCore:
     def elapsed_ms(self) -> int:
         """Milliseconds spent on this loop, earlier runs of a resumed loop included."""
         return self._elapsed_before_ms + int((self.clock.monotonic() - self._clock_start) * 1000)
+
+    @property
+    def event_callback(self) -> EventCallback:
+        """Where this core's events go."""
+        return self._callback
+
+    def nested(
+        self,
+        fsm: FSMLoop,
+        *,
+        cursor: RunCursor,
+        guards: RunGuards,
+        emit: EventCallback,
+        frame: SubLoopFrame,
+        log_dir: Path | None,
+    ) -> RunCore:
+        """The core of a sub-loop of this run: the same clock, environment, signals,
+        handoff handler and checkpoints; it stops when this core stops (`sub_loop`)."""
+        return RunCore(
+            fsm,
+            clock=self.clock,
+            cursor=cursor,
+            guards=guards,
+            emit=emit,
+            env=self._env,
+            signal_detector=self._signal_detector,
+            handoff_handler=self._handoff_handler,
+            log_dir=log_dir,
+            checkpoints=self._checkpoints,
+            stop_requested=lambda: self.shutdown_requested,
+            revised=self._revised,
+            sub_loop_frame=frame,
+        )
 
     def finish_after_crash(self, exc: Exception) -> ExecutionResult:
         """End the run after a driver's collaborator or the event callback raised."""
@@ -320,6 +357,8 @@ class RunCore:
 
     def _run_state(self, sc: StepContext, state: StateConfig) -> _Sub:
         """Execute one state; return how the run ends when it ends here."""
+        if isinstance(state, HeadStateConfig) and state.loop:
+            return (yield from run_sub_loop(self, sc, state))
         try:
             ctx = sc.interpolation()
         except FragmentParameterError as exc:  # HEAD §5: an unbound required parameter

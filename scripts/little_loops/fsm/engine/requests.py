@@ -13,20 +13,26 @@ from typing import Any
 
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step
 from little_loops.fsm.interpolation import InterpolationContext
-from little_loops.fsm.schema import LLMConfig, StateConfig
+from little_loops.fsm.schema import FSMLoop, LLMConfig, StateConfig
 from little_loops.fsm.signal_detector import SignalScan
 
 __all__ = [
+    "AttachWorktree",
     "Checkpoint",
+    "ChildLoadFailed",
+    "DetachWorktree",
     "EvaluateWithIO",
     "FingerprintPaths",
     "Finish",
     "HandOff",
     "InspectWorkspace",
+    "LoadChild",
+    "LoadedChild",
     "Request",
     "RunAction",
     "Sleep",
     "WaitUntil",
+    "WorktreeAttached",
 ]
 
 
@@ -51,6 +57,7 @@ class RunAction:
     resume_session: str | None = None  # continue this claude session (`--resume <id>`)
     claude_flags: tuple[str, ...] = ()
     idle_timeout: float | None = None
+    cwd: Path | None = None  # run it here (a sub-loop's worktree); None: the runner's own
 
 
 @dataclass(frozen=True)
@@ -115,6 +122,57 @@ class HandOff:
 
 
 @dataclass(frozen=True)
+class LoadChild:
+    """Load the sub-loop `name` (a `loop:` state's, interpolated; spec §4.1: a file
+    relative to the working directory, else `<loops dir>/<name>.fsm.yaml`, `<name>.yaml`,
+    else a loop shipped with the package) with the whole loading pipeline; submit a
+    `LoadedChild`, or a `ChildLoadFailed` saying why in one line. `context_keys`: keys
+    the parent gives the child (bindings, passthrough), which its checks may count on."""
+
+    name: str
+    context_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LoadedChild:
+    """A sub-loop the driver loaded: the built loop and the file it came from."""
+
+    loop: FSMLoop
+    path: str
+
+
+@dataclass(frozen=True)
+class ChildLoadFailed:
+    """A sub-loop that could not be found, read or validated (a load failure, §4.3)."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class AttachWorktree:
+    """Add a fresh worktree of the existing `branch` for a sub-loop (`worktree:`, §4.6);
+    `label` names it. Submit a `WorktreeAttached`, or a `ChildLoadFailed` saying why."""
+
+    branch: str
+    label: str
+
+
+@dataclass(frozen=True)
+class WorktreeAttached:
+    """Where the worktree is (`path`) and the working directory it stands in for."""
+
+    path: Path
+    origin: Path
+
+
+@dataclass(frozen=True)
+class DetachWorktree:
+    """Remove a sub-loop's worktree (its branch stays); submit None, or why it failed."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
 class Finish:
     """The run is over: `result` is what it returns (`loop_complete` was emitted)."""
 
@@ -131,6 +189,9 @@ Request = (
     | Sleep
     | WaitUntil
     | HandOff
+    | LoadChild
+    | AttachWorktree
+    | DetachWorktree
     | Finish
 )
 Result = Any

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import queue
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast, overload
 
 from little_loops.fsm.engine.action_step import call_runner
+from little_loops.fsm.engine.child_loader import attach_worktree, detach_worktree, load_child
 from little_loops.fsm.engine.context import (
     ActionRunner,
     Checkpointer,
@@ -34,12 +35,15 @@ from little_loops.fsm.engine.context import (
 from little_loops.fsm.engine.core import RunCore
 from little_loops.fsm.engine.evaluation_step import judge
 from little_loops.fsm.engine.requests import (
+    AttachWorktree,
     Checkpoint,
+    DetachWorktree,
     EvaluateWithIO,
     FingerprintPaths,
     Finish,
     HandOff,
     InspectWorkspace,
+    LoadChild,
     Request,
     RunAction,
     Sleep,
@@ -228,21 +232,43 @@ class FSMExecutor:
             except queue.Empty:
                 continue
 
+    def _serve_sub_loop(self, request: LoadChild | AttachWorktree | DetachWorktree) -> Any:
+        loops_dir = self.guards.loops_dir or Path(".loops")
+        if isinstance(request, LoadChild):
+            return load_child(request.name, loops_dir, context_keys=request.context_keys)
+        if isinstance(request, AttachWorktree):
+            return attach_worktree(request.branch, loops_dir, request.label)
+        return detach_worktree(request.path)
+
+    @contextlib.contextmanager
+    def _working_in(self, cwd: Path | None) -> Iterator[None]:
+        """Run an action in `cwd` (a sub-loop's worktree) when the runner has a `cwd`."""
+        runner: Any = self.action_runner
+        if cwd is None or not hasattr(runner, "cwd"):
+            yield
+            return
+        before, runner.cwd = runner.cwd, cwd
+        try:
+            yield
+        finally:
+            runner.cwd = before
+
     def _serve(self, request: Request) -> Any:
         """Do the I/O `request` asks for; return its result."""
         if isinstance(request, RunAction):
-            return call_runner(
-                self.action_runner,
-                request.action,
-                request.timeout,
-                request.slash,
-                request.scan,
-                self.output_callback,
-                request.log_path,
-                request.resume_session,
-                claude_flags=request.claude_flags,
-                idle_timeout=request.idle_timeout,
-            )
+            with self._working_in(request.cwd):
+                return call_runner(
+                    self.action_runner,
+                    request.action,
+                    request.timeout,
+                    request.slash,
+                    request.scan,
+                    self.output_callback,
+                    request.log_path,
+                    request.resume_session,
+                    claude_flags=request.claude_flags,
+                    idle_timeout=request.idle_timeout,
+                )
         if isinstance(request, EvaluateWithIO):
             return judge(request.state, request.ctx, request.step, request.llm)
         if isinstance(request, Checkpoint):
@@ -262,5 +288,7 @@ class FSMExecutor:
         if isinstance(request, WaitUntil):
             self._wait_until(request.until)
             return None
+        if isinstance(request, LoadChild | AttachWorktree | DetachWorktree):
+            return self._serve_sub_loop(request)
         assert isinstance(request, HandOff) and self.handoff_handler is not None
         return self.handoff_handler.handle(request.loop_name, request.continuation)

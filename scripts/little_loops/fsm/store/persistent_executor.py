@@ -147,6 +147,23 @@ def _capped_captured(captured: dict[str, dict[str, Any]]) -> dict[str, dict[str,
     }
 
 
+def _capped_head(head: dict[str, Any]) -> dict[str, Any]:
+    """The HEAD record with the outputs of the sub-loops under way cut like the run's own
+    (each child route rewrites the state file)."""
+    places = head.get("sub_loops")
+    if places:
+        head["sub_loops"] = [_capped_place(place) for place in places]
+    return head
+
+
+def _capped_place(place: dict[str, Any]) -> dict[str, Any]:
+    capped = dict(place)
+    capped["captured"] = _capped_captured(place.get("captured") or {})
+    prev = place.get("prev_result")
+    capped["prev_result"] = _capped_result(prev) if isinstance(prev, dict) else prev
+    return capped
+
+
 def _evaluation_record(event: dict[str, Any]) -> dict[str, Any]:
     """`last_result` from an `evaluate` event: the verdict and every detail key."""
     details = {key: value for key, value in event.items() if key not in _NOT_DETAILS}
@@ -322,6 +339,9 @@ class PersistentExecutor:
 
     def _record_event(self, event: dict[str, Any]) -> None:
         self.persistence.append_event(event)
+        if event.get("depth"):
+            self._record_child_event(event)
+            return
         kind = event.get("event")
         if kind == "loop_start":
             self._save_snapshot(self._executor.current_state)
@@ -350,6 +370,24 @@ class PersistentExecutor:
             if self.handoff_handler.behavior is HandoffBehavior.SPAWN:
                 # The handler creates the new session right after this event: whatever
                 # happens next, the state file already says where to continue.
+                self._save_handoff_before_spawn()
+
+    def _record_child_event(self, event: dict[str, Any]) -> None:
+        """An event of a sub-loop (spec §9b): the parent's state is still under way, so
+        every save keeps it `entered`; the child's place travels in `head.sub_loops`,
+        which the core refreshed before this event."""
+        kind = event.get("event")
+        if kind in ("loop_start", "route", "handoff_continued", "limit_wait_end"):
+            self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
+        elif kind == "action_complete":
+            # A child's logs live in a folder of its own beside the run's (`sub_loop`);
+            # `logs_keep` counts the run's own, so they stay until the run is archived.
+            self._action_group = None
+        elif kind == "limit_wait":
+            self.persistence.save_state(self._build_state(self._executor.current_state, WAITING))
+        elif kind == "handoff_detected":
+            self._continuation_prompt = event.get("continuation")
+            if self.handoff_handler.behavior is HandoffBehavior.SPAWN:
                 self._save_handoff_before_spawn()
 
     def _prune_logs(self, completed: dict[str, Any]) -> None:
@@ -450,7 +488,7 @@ class PersistentExecutor:
             limit_wait=executor.cursor.limit_wait,
             max_cost_usd=self.budget_override,
             notify=self.notify_override,
-            head=executor.cursor.head.to_dict(),
+            head=_capped_head(executor.cursor.head.to_dict()),
         )
 
     def _spending(self) -> dict[str, Any]:

@@ -1,0 +1,63 @@
+"""Git worktrees for sub-loops that run on another branch (`worktree:`, spec §4.6).
+
+A fresh worktree of an existing branch is added for each entry of the `loop:` state
+(`git worktree add <path> <branch>`), under `<loops dir>/.worktrees/`, and removed
+afterwards (`git worktree remove --force`); the branch stays. Failures come back as one
+line (`WorktreeError`), never as a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import uuid
+from pathlib import Path
+
+__all__ = ["WorktreeError", "add_worktree", "remove_worktree"]
+
+GIT_TIMEOUT = 60.0
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class WorktreeError(Exception):
+    """A worktree that could not be added (the message says why, in one line)."""
+
+
+def add_worktree(branch: str, loops_dir: Path, label: str) -> Path:
+    """A fresh worktree of `branch` (which must exist); its absolute path."""
+    path = (
+        loops_dir / ".worktrees" / f"{_UNSAFE.sub('_', label)}-{uuid.uuid4().hex[:8]}"
+    ).resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _git("worktree", "add", "--quiet", str(path), branch)
+    return path
+
+
+def remove_worktree(path: Path) -> str | None:
+    """Remove the worktree at `path` (its branch stays); None, or why it could not be."""
+    try:
+        _git("worktree", "remove", "--force", str(path))
+    except WorktreeError as exc:
+        return str(exc)
+    return None
+
+
+def _git(*args: str) -> None:
+    environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    try:
+        completed = subprocess.run(
+            ["git", *args],
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise WorktreeError(f"git {args[0]} {args[1]}: {exc}") from None
+    if completed.returncode != 0:
+        lines = [line for line in completed.stderr.splitlines() if line.strip()]
+        said = lines[0].strip() if lines else f"exit code {completed.returncode}"
+        raise WorktreeError(f"git {args[0]} {args[1]} failed: {said}")
