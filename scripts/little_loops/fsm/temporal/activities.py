@@ -28,7 +28,9 @@ from typing import Any
 
 from temporalio import activity
 
+from little_loops.fsm.engine.child_loader import load_child as load_child_file
 from little_loops.fsm.engine.evaluation_step import judge as judge_step
+from little_loops.fsm.engine.requests import ChildLoadFailed
 from little_loops.fsm.engine.step_result import Step
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.interpolation import InterpolationContext
@@ -52,6 +54,8 @@ from little_loops.fsm.temporal.payloads import (
     ActionInput,
     ActionOutput,
     CheckpointInput,
+    ChildInput,
+    ChildOutput,
     JudgeInput,
     NotifyInput,
     PathsInput,
@@ -69,6 +73,7 @@ __all__ = [
     "fingerprint_paths",
     "inspect_workspace",
     "judge",
+    "load_child",
     "notify",
     "run_action",
     "spawn_handoff",
@@ -254,6 +259,21 @@ async def fingerprint_paths(request: PathsInput) -> str:
     return await asyncio.to_thread(paths_fingerprint, request.paths, request.exclude, checkout)
 
 
+@activity.defn(name="ll-loop.load_child")
+async def load_child(request: ChildInput) -> ChildOutput:
+    """Find and load a sub-loop's file in the checkout (§4.1), as a local run does."""
+    checkout = Path(request.checkout)
+    loops_dir = _in_checkout(request.checkout, request.loops_dir)
+    assert loops_dir is not None
+    keys = tuple(request.context_keys)
+    loaded = await asyncio.to_thread(
+        load_child_file, request.name, loops_dir, context_keys=keys, cwd=checkout
+    )
+    if isinstance(loaded, ChildLoadFailed):
+        return ChildOutput(error=loaded.message)
+    return ChildOutput(loop=loaded.loop.to_dict(), dialect=loaded.loop.dialect, path=loaded.path)
+
+
 @activity.defn(name="ll-loop.notify")
 async def notify(request: NotifyInput) -> None:
     """Call the notify command as the local engine does (`store.notifier`): for a
@@ -288,5 +308,6 @@ ACTIVITIES: list[Callable[..., Any]] = [
     spawn_handoff,
     inspect_workspace,
     fingerprint_paths,
+    load_child,
     notify,
 ]

@@ -198,6 +198,27 @@ class PathsInput:
 
 
 @dataclass
+class ChildInput:
+    """Load a HEAD sub-loop's file on the checkout's host (`LoadChild`, spec §4.1)."""
+
+    name: str
+    checkout: str
+    loops_dir: str
+    context_keys: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ChildOutput:
+    """The loaded sub-loop (`to_dict()` and its dialect, as `RunInput` carries a loop) and
+    its file, or the one line saying why it could not be loaded."""
+
+    loop: dict[str, Any] | None = None
+    dialect: str = "legacy"
+    path: str | None = None
+    error: str | None = None
+
+
+@dataclass
 class NotifyInput:
     """Call the loop's notify command on the host: for a usage-limit wait's `event`, or
     (no event) for the run's end or pause; `state` is the run's state file fields then."""

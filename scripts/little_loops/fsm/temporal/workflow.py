@@ -50,12 +50,16 @@ with workflow.unsafe.imports_passed_through():
     from little_loops.fsm.engine.core import RunCore
     from little_loops.fsm.engine.evaluation_step import Judgement
     from little_loops.fsm.engine.requests import (
+        AttachWorktree,
         Checkpoint,
+        ChildLoadFailed,
         EvaluateWithIO,
         FingerprintPaths,
         Finish,
         HandOff,
         InspectWorkspace,
+        LoadChild,
+        LoadedChild,
         Request,
         RunAction,
         Sleep,
@@ -73,6 +77,8 @@ with workflow.unsafe.imports_passed_through():
         ActionInput,
         ActionOutput,
         CheckpointInput,
+        ChildInput,
+        ChildOutput,
         EventsPage,
         JudgeInput,
         NotifyInput,
@@ -88,7 +94,11 @@ with workflow.unsafe.imports_passed_through():
     )
     from little_loops.fsm.temporal.run_record import FINAL_STATUS, RunRecord, resumed_cursor
 
-__all__ = ["WORKFLOW_NAME", "LoopWorkflow"]
+__all__ = ["WORKFLOW_NAME", "WORKTREE_ON_TEMPORAL", "LoopWorkflow"]
+
+WORKTREE_ON_TEMPORAL = (
+    "a sub-loop's worktree: is not supported on the Temporal engine (run this loop locally)"
+)
 
 WORKFLOW_NAME = "ll-loop"
 EVENTS_KEPT = 5000
@@ -262,6 +272,10 @@ class LoopWorkflow:
             return await self._sleep(core, max(request.until - workflow.now().timestamp(), 0))
         if isinstance(request, HandOff):
             return await self._hand_off(core, request)
+        if isinstance(request, LoadChild):
+            return await self._load_child(core, request)
+        if isinstance(request, AttachWorktree):
+            return ChildLoadFailed(WORKTREE_ON_TEMPORAL)
         raise TypeError(f"the Temporal engine cannot serve {type(request).__name__}")
 
     # -- the requests -------------------------------------------------------------------
@@ -385,6 +399,21 @@ class LoopWorkflow:
         except ActivityError:
             return None
         return fingerprint
+
+    async def _load_child(self, core: RunCore, request: LoadChild) -> Any:
+        """A HEAD sub-loop, loaded on the checkout's host; its states then run here as
+        part of this run (their place in its carry), each action an activity as usual."""
+        run = self._input
+        child = ChildInput(request.name, run.checkout, run.loops_dir, list(request.context_keys))
+        try:
+            loaded: ChildOutput = await self._host_activity(
+                "ll-loop.load_child", child, ChildOutput, core
+            )
+        except ActivityError as exc:
+            return ChildLoadFailed(f"sub-loop '{request.name}': {self._activity_failure(exc)}")
+        if loaded.loop is None:
+            return ChildLoadFailed(loaded.error or f"sub-loop '{request.name}' not loaded")
+        return LoadedChild(loop_from_dict(loaded.loop, loaded.dialect), loaded.path or "")
 
     def _logs_keep(self) -> int:
         keep = self._fsm.logs_keep

@@ -1,0 +1,146 @@
+"""Loops in little-loops' current dialect (HEAD) on the Temporal engine, on the time-skipping
+server: the workflow builds them as HEAD loops (yes/no routes, failure terminals), loads a
+sub-loop's file on the checkout's host and runs the child's states as part of the run, and a
+stop while the child runs resumes inside the child (spec/ll-head-dialect.md §4, §9b), as a
+local run does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from fixtures.cli_support import cli_env, run_cli, write_loop
+from fixtures.processes import processes_with
+from fixtures.temporal_servers import TimeSkipping
+
+try:
+    from workflow_support import checkout_with, run_input, runs_for, unique
+
+    from little_loops.fsm.temporal.payloads import RunOutcome
+    from little_loops.fsm.temporal.worker import build_worker
+    from little_loops.fsm.temporal.workflow import LoopWorkflow
+except ImportError:  # no temporalio: the server fixture skips, or fails in CI, saying so
+    pass
+
+WAIT_SECONDS = 120.0
+
+PARENT = """\
+name: parent
+description: Run a child with a parameter, then report.
+initial: count
+states:
+  count:
+    loop: child
+    with: {target: 2}
+    on_yes: report
+    on_no: failed
+  report:
+    action: "echo reached ${captured.count.tally.output}"
+    capture: said
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+CHILD = """\
+name: child
+description: Count to the target, marking each finished step in a file.
+initial: first
+parameters:
+  target: {type: integer, required: true}
+states:
+  first:
+    action: "echo first >> child-steps; printf 0"
+    capture: tally
+    next: bump
+  bump:
+    action: "echo bump >> child-steps; printf %d $(( ${captured.tally.output} + 1 ))"
+    capture: tally
+    next: check
+  check:
+    action: "WAIT; test ${captured.tally.output} -ge ${context.target}"
+    on_yes: reached
+    on_no: bump
+  reached: {terminal: true}
+"""
+
+STABLE_KEYS = ("status", "current_state", "iteration", "terminated_by")
+
+
+def _checkout(root: Path, check_prefix: str = "true") -> Path:
+    checkout = checkout_with(root, "parent", PARENT)
+    write_loop(checkout, "child", CHILD.replace("WAIT", check_prefix))
+    return checkout
+
+
+def _timeless(value: Any) -> Any:
+    """`value` without durations, which differ between any two runs."""
+    if isinstance(value, dict):
+        return {key: _timeless(item) for key, item in value.items() if key != "duration_ms"}
+    return value
+
+
+def _events(handle: Any) -> Any:
+    return handle.query(LoopWorkflow.events, 0)
+
+
+def test_a_head_loop_with_a_sub_loop_ends_on_temporal_as_it_does_locally(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    local = _checkout(tmp_path / "local")
+    assert run_cli(local, "run", "parent", env=cli_env(tmp_path)).returncode == 0
+    local_state = json.loads((local / ".loops/.running/parent.state.json").read_text())
+    checkout = _checkout(tmp_path / "remote")
+    runs = runs_for(time_skipping, checkout)
+
+    async def scenario() -> tuple[RunOutcome, list[dict[str, Any]]]:
+        async with build_worker(runs.client, runs.task_queue):
+            handle = await runs.start(run_input(runs, "parent"))
+            done: RunOutcome = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+            return done, (await _events(handle)).events
+
+    done, events = time_skipping.run(scenario())
+
+    assert [done.state[key] for key in STABLE_KEYS] == [local_state[key] for key in STABLE_KEYS]
+    assert done.state["current_state"] == "done"
+    assert done.state["captured"]["said"]["output"] == "reached 2"
+    assert _timeless(done.state["captured"]) == _timeless(local_state["captured"])
+    child_events = [event for event in events if event.get("depth") == 1]
+    assert {event["event"] for event in child_events} >= {"state_enter", "route"}
+    assert (checkout / "child-steps").read_text() == "first\nbump\nbump\n"
+
+
+def test_a_stop_inside_a_child_resumes_inside_the_child_without_running_its_finished_states(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    marker = unique("childwait")
+    wait = f"while [ ! -f go ]; do sleep 0.2; : {marker}; done"
+    checkout = _checkout(tmp_path, wait)
+    runs = runs_for(time_skipping, checkout)
+
+    async def scenario() -> tuple[RunOutcome, RunOutcome]:
+        async with build_worker(runs.client, runs.task_queue):
+            handle = await runs.start(run_input(runs, "parent"))
+            for _ in range(int(WAIT_SECONDS / 0.1)):
+                if processes_with(marker):
+                    break
+                await asyncio.sleep(0.1)
+            assert processes_with(marker), "the child's check did not start"
+            await runs.stop("parent")
+            stopped: RunOutcome = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+            (checkout / "go").write_text("", encoding="utf-8")
+            resumed = await runs.start(run_input(runs, "parent", carry=stopped.carry))
+            return stopped, await asyncio.wait_for(resumed.result(), WAIT_SECONDS)
+
+    stopped, done = time_skipping.run(scenario())
+
+    assert stopped.state["status"] == "interrupted"
+    assert stopped.state["current_state"] == "count"
+    (saved_child,) = stopped.state["head"]["sub_loops"]
+    assert saved_child["current_state"] == "check"
+    assert done.state["status"] == "completed"
+    assert done.state["captured"]["said"]["output"] == "reached 2"
+    # `first` and the first `bump` finished before the stop: neither ran again.
+    assert (checkout / "child-steps").read_text() == "first\nbump\nbump\n"
