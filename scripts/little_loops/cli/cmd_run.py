@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from little_loops.cli.background import log_path_for, refuse_unresumable, start_detached
+from little_loops.cli.cap_text import cap_line
 from little_loops.cli.context_option import saved_context_overrides
 from little_loops.cli.display import ProgressDisplay
 from little_loops.cli.exit_codes import FAILED, OK, USAGE
@@ -146,7 +147,7 @@ def run_command(
         # Printed by the display, which keeps the run going if stdout goes away.
         display.preamble = [
             f"Running loop: {fsm.name}",
-            f"Max iterations: {fsm.max_iterations}",
+            cap_line(fsm),
             "",
         ]
         executor = _executor(fsm, display, lock, StatePersistence(fsm.name, LOOPS_DIR))
@@ -311,7 +312,7 @@ def _resume_header(saved: LoopState, fsm: FSMLoop) -> list[str]:
     ]
     if saved.status == "awaiting_continuation" and saved.continuation_prompt:
         lines.append(f"Continuation context: {saved.continuation_prompt}")
-    return [*lines, f"Max iterations: {fsm.max_iterations}", ""]
+    return [*lines, cap_line(fsm), ""]
 
 
 def _start_background(

@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from little_loops.cli.cap_text import cap_line
 from little_loops.cli.display import ProgressDisplay
 from little_loops.cli.event_follow import EventFollower, LogTail
 from little_loops.cli.exit_codes import BROKEN_PIPE, FAILED, INTERRUPTED, exit_code_for
@@ -177,7 +178,7 @@ class _Watcher:
 
     def _follow(self, state: LoopState) -> int:
         write_line(f"Watching loop: {self.fsm.name} (pid {state.pid})")
-        write_line(f"Max iterations: {self.fsm.max_iterations}")
+        write_line(cap_line(self.fsm))
         write_line()
         follower = EventFollower(self.persistence.events_file)
         first = follower.read_new().events

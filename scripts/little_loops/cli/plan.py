@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from little_loops.cli.cap_text import cap_line
 from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.schema import FSMLoop, StateConfig
 
@@ -13,7 +14,7 @@ def plan_lines(fsm: FSMLoop) -> list[str]:
     lines = [f"Execution plan for: {fsm.name}", "", "States:"]
     for name, state in fsm.states.items():
         lines += _state_lines(name, state)
-    lines += ["", f"Initial state: {fsm.initial}", f"Max iterations: {fsm.max_iterations}"]
+    lines += ["", f"Initial state: {fsm.initial}", cap_line(fsm)]
     if fsm.timeout:
         lines.append(f"Timeout: {fsm.timeout}s")
     return lines

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from little_loops.cli.cap_text import cap_line
 from little_loops.cli.exit_codes import FAILED, INTERRUPTED, OK, USAGE
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved, loop_name_for
@@ -129,7 +130,7 @@ def run_temporal(loop_arg: str, options: RunOptions, *, detach: bool = False) ->
         await _start_claimed(runs, fsm, run)
         if detach:
             return await _say_detached(runs, fsm.name, options.quiet)
-        preamble = [f"Running loop: {fsm.name}", f"Max iterations: {fsm.max_iterations}", ""]
+        preamble = [f"Running loop: {fsm.name}", cap_line(fsm), ""]
         return await _follow_and_report(runs, loop_arg, fsm, options, preamble, since=0)
 
     return _run_async(start)

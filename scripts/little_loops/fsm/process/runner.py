@@ -140,6 +140,9 @@ class _RunningAction:
         # landing after the action exited on its own does not cost it its result.
         self.killed_by_cancel = False
         self.adopted = False  # its group was kept running: the streams are not ours now
+        # HEAD's idle timeout (kill after this much silence); on the action, not an
+        # argument of `_supervise`, whose signature code outside overrides.
+        self.idle: IdleWatch | None = None
         self.exited_at: float | None = None
         self.stderr_reads = 0  # times stderr had something (the idle timeout watches it)
         self._behind = False  # the last follow stopped with lines still unread
@@ -362,8 +365,8 @@ class DefaultActionRunner:
             claude = ClaudeStream(readers, cap=self.output_cap) if is_slash_command else None
             if claude is not None:  # claude's lines go through it, always followed
                 readers = OutputReaders(on_text=claude.feed)
-            idle = IdleWatch(idle_timeout) if idle_timeout else None
-            return self._supervise(running, started, timeout, readers, claude, idle)
+            running.idle = IdleWatch(idle_timeout) if idle_timeout else None
+            return self._supervise(running, started, timeout, readers, claude)
         except BaseException:
             # Ctrl-C or a raising line callback: never leave the action running behind us.
             running.signal_group(signal.SIGKILL)
@@ -447,8 +450,8 @@ class DefaultActionRunner:
         timeout: float,
         readers: OutputReaders,
         claude: ClaudeStream | None,
-        idle: IdleWatch | None = None,
     ) -> ActionResult:
+        idle = running.idle
         outcome = running.wait(started + timeout, readers, idle)
         if outcome not in ("finished", "lingering"):
             running.stop_group(readers)
