@@ -130,7 +130,13 @@ HEAD_LOOP_SCHEMAS: dict[str, dict[str, Any]] = {
         }
     ),
     "import": _STRINGS,
-    "fragments": _OBJECT_OF_OBJECTS,
+    "fragments": {
+        "type": "object",
+        "additionalProperties": {
+            "type": "object",
+            "properties": {"description": _opt("string"), "parameters": _ref("parameters")},
+        },
+    },
     "from": {"type": "string"},
     "flow": _STRINGS,
     "state_defs": _OBJECT_OF_OBJECTS,

@@ -289,6 +289,18 @@ def _check_states(value: Any, path: str) -> list[ValidationError]:
     return errors
 
 
+def check_fragment_definition(value: dict[Any, Any], path: str) -> list[ValidationError]:
+    """A fragment's own keys (§2.4): `description` and its `parameters` specs. Its state
+    keys are checked in each state built from it."""
+    checks = {"description": _optional_string, "parameters": check_parameters}
+    return [
+        error
+        for key, check in checks.items()
+        if key in value
+        for error in check(value[key], join_path(path, key))
+    ]
+
+
 _REPEATED_FAILURE_CHECKS: dict[str, FieldCheck] = {
     "window": scalar(check_positive_int),
     "on_repeated_failure": scalar(check_non_empty_string),
@@ -337,7 +349,7 @@ HEAD_LOOP_CHECKS: dict[str, FieldCheck] = {
     "session_mode": _enum("session_mode", HEAD_SESSION_MODES),
     "circuit": mapping_of({"repeated_failure": mapping_of(_REPEATED_FAILURE_CHECKS)}),
     "import": check_string_list,
-    "fragments": _mapping_of_mappings("fragment names to fragments"),
+    "fragments": _mapping_of_mappings("fragment names to fragments", check_fragment_definition),
     "from": scalar(check_string),
     "flow": check_string_list,
     "state_defs": _mapping_of_mappings("state names to partial states"),
