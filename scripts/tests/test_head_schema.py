@@ -141,6 +141,7 @@ NOT_IN_THE_SCHEMA = (
     "longer than one command argument",
     "in the loop's context, not a number",
     "must be strictly increasing",
+    "must not be above cost_ceiling_per_state",
     "sub-loop ",
 )
 

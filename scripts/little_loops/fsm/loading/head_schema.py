@@ -14,7 +14,10 @@ The schema describes both dialects and stays closed. Its legacy part (written by
   pattern, the rules between keys that JSON Schema can express.
 
 What JSON Schema cannot say (targets naming states, files on disk, `throttle` being
-strictly increasing) stays with `ll-loop validate`. Regenerate the file with
+strictly increasing, `cost_warn_at` not above the ceiling) stays with `ll-loop validate`.
+The schema describes a file as written: a HEAD file that leaves `name`, `initial` or
+`states` to its `from:` parent or to `flow:` does not pass it (the root `required` keys
+are the legacy ones). Regenerate the file with
 `python -m little_loops.fsm.loading.head_schema` (a test checks it is up to date).
 """
 
