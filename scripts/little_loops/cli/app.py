@@ -48,6 +48,7 @@ SUBCOMMANDS = (
     "history",
     "show",
     "schema",
+    "fragments",
     "watch",
     "worker",
 )
@@ -306,6 +307,9 @@ def _add_show_commands(sub: Subparsers) -> None:
     )
     show.add_argument("--json", action="store_true", help="print JSON")
     sub.add_parser("schema", help="print the JSON Schema of loop files (for editors)")
+    sub.add_parser(
+        "fragments", help="list the fragments of a fragment library (name, first description line)"
+    ).add_argument("library", help="library file (a path, or a name under .loops/)")
 
 
 def _add_state_commands(sub: Subparsers) -> None:
@@ -530,6 +534,12 @@ def _schema(a: argparse.Namespace) -> int:
     return schema_command()
 
 
+def _fragments(a: argparse.Namespace) -> int:
+    from little_loops.cli.cmd_fragments import fragments_command
+
+    return fragments_command(a.library)
+
+
 def _worker(a: argparse.Namespace) -> int:
     from little_loops.cli.temporal_engine import worker_command
 
@@ -561,6 +571,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "history": _history,
     "show": _show,
     "schema": _schema,
+    "fragments": _fragments,
     "watch": _watch,
     "worker": _worker,
 }

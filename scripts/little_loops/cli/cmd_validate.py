@@ -1,4 +1,10 @@
-"""`ll-loop validate <loop>`: is this loop file usable, and what does it contain?"""
+"""`ll-loop validate <loop>`: is this loop file usable, and what does it contain?
+
+A HEAD file (spec/ll-head-dialect.md §1.1) also gets the line `  dialect: head` and its
+caps as HEAD names them, and a WARNING when it has no `description` (§2.1). A legacy file's
+output is unchanged (its exact lines are pinned by tests and scripts), so `dialect: legacy`
+is never printed: a file without the line is legacy.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,8 @@ from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.resolve import load_resolved, loop_file_stem
 from little_loops.fsm.errors import LoopFileError
+from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
+from little_loops.fsm.model.head_loop import HeadLoop
 
 
 def validate_command(loop_arg: str) -> int:
@@ -21,7 +29,10 @@ def validate_command(loop_arg: str) -> int:
     logger.success(f"{loop_arg} is valid")
     write_line(f"  States: {', '.join(fsm.states)}")
     write_line(f"  Initial: {fsm.initial}")
-    write_line(f"  Max iterations: {fsm.max_iterations}")
+    if isinstance(fsm, HeadLoop):
+        _print_head_outline(fsm)
+    else:
+        write_line(f"  Max iterations: {fsm.max_iterations}")
     stem = loop_file_stem(path)
     if fsm.name != stem:
         logger.warning(
@@ -29,3 +40,17 @@ def validate_command(loop_arg: str) -> int:
             f"its state and history are kept under '{fsm.name}'"
         )
     return OK
+
+
+def _print_head_outline(fsm: HeadLoop) -> None:
+    write_line(f"  Max steps: {fsm.max_steps}")
+    if fsm.max_passes is not None:
+        write_line(f"  Max iterations: {fsm.max_passes}")
+    write_line(f"  dialect: {fsm.dialect}")
+    if not fsm.description:
+        warning = ValidationError(
+            "a loop without a description (list and show print it)",
+            "description",
+            ValidationSeverity.WARNING,
+        )
+        write_error_line(str(warning))

@@ -14,13 +14,18 @@ Choices where we differ from the reference:
 - The unknown-state error keeps the reference text and path and appends the defined
   states: `states.check: References unknown state 'fixx' (states are: check, fix, done)`.
 - Several unknown references of one state are reported in sorted order.
+- A HEAD state (spec/ll-head-dialect.md §3, §4) gets `head_transition_errors` instead of
+  the legacy "no transition" rule, and a HEAD loop's loop-level routes (`on_max_steps`,
+  ...) are edges from every state for reachability.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
+from little_loops.fsm.loading.head_graph_checks import head_transition_errors, loop_level_targets
 from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
+from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.model.loop_vocabulary import (
     DIRECTIONS,
     EVALUATOR_REQUIRED_FIELDS,
@@ -79,6 +84,8 @@ def _convergence_errors(evaluate: EvaluateConfig, path: str) -> list[ValidationE
 
 
 def transition_errors(name: str, state: StateConfig) -> list[ValidationError]:
+    if isinstance(state, HeadStateConfig):
+        return head_transition_errors(name, state)
     path = f"states.{name}"
     shorthand = (state.on_success, state.on_failure, state.on_error)
     has_shorthand = any(target is not None for target in shorthand)
@@ -125,6 +132,7 @@ def reachable_states(fsm: FSMLoop) -> set[str]:
     if fsm.on_stall is not None and not _is_resolved_at_run_time(fsm.on_stall):
         # A stall can happen in any state, so the recovery state is an edge from all.
         queue.append(fsm.on_stall)
+    queue.extend(loop_level_targets(fsm))
     while queue:
         name = queue.popleft()
         if name in reachable or name not in fsm.states:

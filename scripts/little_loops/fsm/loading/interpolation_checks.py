@@ -10,6 +10,11 @@ Only the settings the executor interpolates are checked: the action, every route
 and the evaluator's `source`, `previous`, `target`, `tolerance`, `path` and `pattern`.
 `$${` is a literal `${` and is skipped. Namespaces other than `context` are checked for
 their name only: what they hold (`captured`, `prev`, `env`, ...) is known at run time.
+
+A HEAD file (spec/ll-head-dialect.md §2.5) also has the namespaces `param` and `messages`
+(`${messages}` alone included) and the modifiers `:default=`, `?` and `:shell`; its context
+is completed at run time (injected keys, `--context`, the positional input, parameter
+defaults), so its `${context.X}` keys are checked by `run`, not here.
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ from typing import Any
 
 from little_loops.fsm.interpolation import ESCAPED_PATTERN, VARIABLE_PATTERN
 from little_loops.fsm.model.findings import ValidationError
+from little_loops.fsm.model.head_loop import is_head
 from little_loops.fsm.schema import FSMLoop, StateConfig
 
 NAMESPACES = ("context", "captured", "prev", "result", "state", "loop", "env", "handoff")
 """The namespaces `InterpolationContext.resolve` knows, in the order the docs list them."""
+
+HEAD_NAMESPACES = (*NAMESPACES, "param", "messages")
 
 _EVALUATE_TEMPLATES = ("source", "previous", "target", "tolerance", "path", "pattern")
 
@@ -31,10 +39,23 @@ def interpolation_errors(fsm: FSMLoop) -> list[ValidationError]:
     """Errors for variables in `fsm` that cannot resolve, in state order."""
     errors: list[ValidationError] = []
     for path, template in _templates(fsm):
-        errors.extend(
-            ValidationError(problem, path) for problem in _template_problems(template, fsm.context)
+        problems = (
+            _head_template_problems(template)
+            if is_head(fsm)
+            else _template_problems(template, fsm.context)
         )
+        errors.extend(ValidationError(problem, path) for problem in problems)
     return errors
+
+
+def _head_template_problems(template: str) -> Iterator[str]:
+    unescaped = ESCAPED_PATTERN.sub("", template)
+    for match in VARIABLE_PATTERN.finditer(unescaped):
+        inside = match.group(1)
+        namespace = inside.partition(".")[0].partition(":")[0].rstrip("?")
+        if namespace not in HEAD_NAMESPACES:
+            known = ", ".join(HEAD_NAMESPACES)
+            yield f"${{{inside}}}: unknown namespace '{namespace}' (known: {known})"
 
 
 def _templates(fsm: FSMLoop) -> Iterator[tuple[str, str]]:

@@ -6,11 +6,23 @@ path ─► source.read_loop_text          file checks, UTF-8 text
      ─► duplicate_keys                 a key written twice is an error
      ─► yaml_text.construct_yaml       values (only true/false are booleans)
      ─► source.require_mapping         the top level is a mapping
+     ─► dialect.loop_dialect           legacy or HEAD, decided on the raw file
+  legacy:
      ─► shape                          required keys, unknown keys, types, fixed values
      ─► FSMLoop.from_dict  or  paradigms.compile_paradigm   (load_loop only)
-     ─► graph_checks.validate_fsm      the reference's eleven checks
-     ─► loop_name, interpolation_checks, numeric_settings, argument_limits
-     ─► FSMLoop (errors raised as one LoopValidationError, warnings logged)
+  HEAD (spec/ll-head-dialect.md §8):
+     ─► inheritance.resolve_inheritance   `from:` chains, deep merge
+     ─► flow.expand_flow                  `flow:` + `state_defs:` into `states:`
+     ─► fragments.expand_fragments        `import:`, `fragments:`, `fragment:` states
+     ─► head_shape + warn_once            HEAD's keys, the rules between them, "warn once"
+     ─► fragments.fragment_binding_errors
+     ─► HeadLoop.from_dict
+     ─► sub_loop_checks                   static `loop:` names, `with:`, call-graph cycles
+  both:
+     ─► graph_checks.validate_fsm      the reference's eleven checks (HEAD-aware)
+     ─► head_graph_checks (HEAD only), loop_name, interpolation_checks, numeric_settings,
+        argument_limits
+     ─► the loop (errors raised as one LoopValidationError, warnings logged)
 ```
 
 Each stage takes the previous stage's result and none of them calls another stage: this
@@ -34,16 +46,26 @@ from typing import Any
 from little_loops.fsm.errors import LoopFileError, LoopValidationError
 from little_loops.fsm.loading.argument_limits import action_length_errors
 from little_loops.fsm.loading.context_overrides import with_context_overrides
+from little_loops.fsm.loading.dialect import loop_dialect
 from little_loops.fsm.loading.duplicate_keys import duplicate_key_errors
+from little_loops.fsm.loading.flow import expand_flow
+from little_loops.fsm.loading.fragments import expand_fragments, fragment_binding_errors
 from little_loops.fsm.loading.graph_checks import validate_fsm
+from little_loops.fsm.loading.head_graph_checks import head_loop_findings
+from little_loops.fsm.loading.head_shape import check_head_mapping
+from little_loops.fsm.loading.inheritance import resolve_inheritance
 from little_loops.fsm.loading.interpolation_checks import interpolation_errors
 from little_loops.fsm.loading.loop_name import loop_name_errors
 from little_loops.fsm.loading.numeric_settings import numeric_setting_errors
 from little_loops.fsm.loading.paradigms import compile_paradigm
 from little_loops.fsm.loading.shape import check_loop_mapping, is_paradigm_spec, missing_loop_fields
 from little_loops.fsm.loading.source import read_loop_text, require_mapping
+from little_loops.fsm.loading.sub_loop_checks import sub_loop_findings
+from little_loops.fsm.loading.warn_once import warn_once_findings
 from little_loops.fsm.loading.yaml_text import compose_yaml, construct_yaml
 from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
+from little_loops.fsm.model.head_loop import HeadLoop
+from little_loops.fsm.model.head_parts import DIALECT_HEAD
 from little_loops.fsm.schema import FSMLoop
 
 # The reference logs warnings on this name (fsm-api §4), so it stays after the move.
@@ -97,6 +119,7 @@ def built_loop_findings(fsm: FSMLoop) -> list[ValidationError]:
     """The checks on a built loop: the reference's graph checks, then our additions."""
     return [
         *validate_fsm(fsm),
+        *head_loop_findings(fsm),
         *loop_name_errors(fsm.name),
         *interpolation_errors(fsm),
         *numeric_setting_errors(fsm),
@@ -105,12 +128,52 @@ def built_loop_findings(fsm: FSMLoop) -> list[ValidationError]:
 
 
 def _loop_from_fsm_mapping(data: dict[str, Any], path: Path) -> FSMLoop:
+    if loop_dialect(data) == DIALECT_HEAD:
+        return _head_loop(data, path)
+    _require_loop_fields(data, path)
+    _raise_if_errors(path, check_loop_mapping(data))
+    return _checked(FSMLoop.from_dict(data), path)
+
+
+def _head_loop(data: dict[str, Any], path: Path) -> HeadLoop:
+    """A HEAD file (§8.1): `from:`, `flow:`, fragments, shape per HEAD's tables, then the
+    HEAD model and the checks."""
+    data, flow_warnings = expand_flow(resolve_inheritance(data, path, load_loop_mapping), path)
+    _require_loop_fields(data, path)
+    data, fragment_findings = expand_fragments(data, path, read_yaml_values)
+    findings = [
+        *flow_warnings,
+        *fragment_findings,
+        *check_head_mapping(data),
+        *warn_once_findings(data),
+    ]
+    _raise_if_errors(path, _errors(findings))
+    _raise_if_errors(path, fragment_binding_errors(data["states"]))
+    fsm = HeadLoop.from_dict(data)
+    _checked(fsm, path, [*findings, *sub_loop_findings(fsm, path, read_resolved_mapping)])
+    return fsm
+
+
+def read_resolved_mapping(path: Path) -> dict[str, Any]:
+    """A loop file's mapping with, for a HEAD file, `from:` and `flow:` applied (how a
+    sub-loop's parameters and `loop:` names are read without building it)."""
+    data = load_loop_mapping(path)
+    if loop_dialect(data) != DIALECT_HEAD:
+        return data
+    return expand_flow(resolve_inheritance(data, path, load_loop_mapping), path)[0]
+
+
+def read_yaml_values(path: Path) -> Any:
+    """A YAML file's values, read like a loop file (a fragment library is any YAML; only a
+    mapping's `fragments:` is used)."""
+    return parse_loop_yaml(read_loop_text(path), str(path))[0]
+
+
+def _require_loop_fields(data: dict[str, Any], path: Path) -> None:
     missing = missing_loop_fields(data)
     if missing:
         message = f"FSM file missing required fields: {', '.join(missing)}"
         raise LoopFileError(str(path), message)
-    _raise_if_errors(path, check_loop_mapping(data))
-    return _checked(FSMLoop.from_dict(data), path)
 
 
 def _compiled(data: dict[str, Any], path: Path) -> FSMLoop:
@@ -120,13 +183,17 @@ def _compiled(data: dict[str, Any], path: Path) -> FSMLoop:
         raise LoopFileError(str(path), str(exc)) from None
 
 
-def _checked(fsm: FSMLoop, path: Path) -> FSMLoop:
-    findings = built_loop_findings(fsm)
-    errors = [item for item in findings if item.severity is ValidationSeverity.ERROR]
-    _raise_if_errors(path, errors)
-    for warning in findings:  # only warnings are left: errors have raised
+def _checked(fsm: FSMLoop, path: Path, earlier: list[ValidationError] | None = None) -> FSMLoop:
+    """Raise the errors of the built loop; log its warnings and those found earlier."""
+    findings = [*(earlier or []), *built_loop_findings(fsm)]
+    _raise_if_errors(path, _errors(findings))
+    for warning in findings:  # only warnings are left
         logger.warning("%s", warning)
     return fsm
+
+
+def _errors(findings: list[ValidationError]) -> list[ValidationError]:
+    return [item for item in findings if item.severity is ValidationSeverity.ERROR]
 
 
 def _raise_if_errors(path: Path, errors: list[ValidationError]) -> None:

@@ -165,6 +165,14 @@ _LOOP_CHECKS: dict[str, FieldCheck] = {
 }
 
 
+# The legacy tables, public for the HEAD shape checks (`head_shape`), which extend them.
+LEGACY_LOOP_CHECKS = _LOOP_CHECKS
+LEGACY_STATE_CHECKS = _STATE_CHECKS
+LEGACY_EVALUATE_CHECKS = _EVALUATE_CHECKS
+LEGACY_LLM_CHECKS = _LLM_CHECKS
+check_legacy_route = _check_route
+
+
 # ---------------------------------------------------------------------------
 # Paradigm specs
 # ---------------------------------------------------------------------------
