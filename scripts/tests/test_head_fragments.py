@@ -316,3 +316,17 @@ def test_section_5_fragments_command_lists_names_and_first_description_lines(
         "empty.yaml: no fragments\n",
         "",
     )
+
+
+def test_section_2_4_fragment_parameter_specs_are_checked(tmp_path: Path) -> None:
+    text = NIGHTLY.replace(
+        "states:\n",
+        "fragments:\n  loose:\n    description: 3\n    parameters: {p: {type: enum}}\nstates:\n",
+        1,
+    ).replace("import: [lib/checks.yaml]\n", "")
+    text = text.replace("fragment: counted_gate\n    with: {key: lint}", "action: 'true'")
+
+    assert errors_of(write(tmp_path, "n.yaml", text)) == [
+        "[ERROR] fragments.loose.description: must be a string, got 3",
+        "[ERROR] fragments.loose.parameters.p.type: an enum parameter needs values",
+    ]
