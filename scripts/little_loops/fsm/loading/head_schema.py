@@ -474,6 +474,19 @@ def legacy_part(schema: dict[str, Any]) -> dict[str, Any]:
     return legacy
 
 
+def _dialect_switch() -> dict[str, Any]:
+    """`if` the file is HEAD (§1.1) `then` HEAD states and llm, `else` the legacy ones."""
+
+    def checked_by(state: str, llm: str) -> dict[str, Any]:
+        return {"properties": {"states": {"additionalProperties": _ref(state)}, "llm": _ref(llm)}}
+
+    return {
+        "if": head_file_condition(),
+        "then": checked_by("head_state", "head_llm"),
+        "else": checked_by("state", "llm"),
+    }
+
+
 def generate_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The schema of both dialects, built over the legacy part of `schema`."""
     legacy = legacy_part(schema)
@@ -490,16 +503,7 @@ def generate_schema(schema: dict[str, Any]) -> dict[str, Any]:
     generated["properties"]["llm"] = {"type": "object"}
     head_keys = [key for key in HEAD_LOOP_CHECKS if key not in LEGACY_LOOP_KEYS]
     generated["patternProperties"] = {f"^{key}$": HEAD_LOOP_SCHEMAS[key] for key in head_keys}
-    generated["if"] = head_file_condition()
-    generated["then"] = {
-        "properties": {
-            "states": {"additionalProperties": _ref("head_state")},
-            "llm": _ref("head_llm"),
-        }
-    }
-    generated["else"] = {
-        "properties": {"states": {"additionalProperties": _ref("state")}, "llm": _ref("llm")}
-    }
+    generated.update(_dialect_switch())
     generated["definitions"].update(
         head_state=_head_state(definitions),
         head_route=_head_route(definitions),
