@@ -247,7 +247,7 @@ def test_section_2_5_run_with_positional_input(tmp_path: Path) -> None:
     assert "| hello world x2 none\n" in done.stdout
     after_flags = run_cli(tmp_path, "run", "greet", "-v", "--max-steps", "3", "flagged")
     assert "| hello flagged x2 none\n" in after_flags.stdout
-    assert "Max iterations: 3\n" in after_flags.stdout
+    assert "Max steps: 3\n" in after_flags.stdout
     again = run_cli(
         tmp_path, "greet", "world", "--context", "who=cli", "--context", "times=5", "-v"
     )

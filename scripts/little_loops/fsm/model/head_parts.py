@@ -39,7 +39,8 @@ VERDICT_SYNONYMS: dict[str, str] = {
 }
 
 # `on_<x>` keys of a state that are not verdict routes (the others are: `on_partial`
-# routes verdict `partial`, `on_timeout` verdict `timeout`, ...).
+# routes verdict `partial`, `on_timeout` verdict `timeout`, a state's `on_stall` the
+# convergence evaluator's `stall`, ...).
 NON_VERDICT_ON_KEYS = frozenset(
     {
         "on_success",
@@ -52,10 +53,6 @@ NON_VERDICT_ON_KEYS = frozenset(
         "on_retry_exhausted",
         "on_rate_limit_exhausted",
         "on_throttle_hard",
-        "on_handoff",
-        "on_stall",
-        "on_max_steps",
-        "on_max_iterations",
     }
 )
 
