@@ -75,6 +75,7 @@ def watch_in_pane(tmux: Tmux, *args: str) -> None:
     tmux.start(f"{LL_LOOP} watch {' '.join(args)}; echo watch-exit=$?; sleep 600")
 
 
+@pytest.mark.slow
 def test_a_person_watching_in_a_terminal_sees_progress_time_and_summary(
     tmp_path: Path, tmux: Tmux
 ) -> None:
