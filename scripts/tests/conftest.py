@@ -12,35 +12,26 @@ forgets to set up the local fake API fails with a connection error instead of se
 request out. Tests that talk to the fake API set their own values.
 
 Markers (registered in pyproject.toml; docs/testing.md): `e2e` and `temporal` are given
-here, by folder and by the fixtures a test uses (`marks_by_place`), so a new test in
-`e2e/` or on a Temporal server needs no marker of its own; `slow` is written on the test.
+here, by folder and by the fixtures a test uses (`fixtures/suite_markers.py`), so a new
+test in `e2e/` or on a Temporal server needs no marker of its own; `slow` is written on
+the test.
 `pytest -m "not e2e and not temporal and not slow"` is the quick development loop.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from fixtures.suite_markers import id_without_own_pid, marks_by_place
 from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
 if TYPE_CHECKING:
     from fixtures.temporal_servers import DevServer, TimeSkipping
-
-TESTS = Path(__file__).resolve().parent
-# A test in one of these folders, or using one of these fixtures, gets the marker.
-_FOLDER_MARKERS = {TESTS / "e2e": "e2e", TESTS / "temporal": "temporal"}
-_FIXTURE_MARKERS = {
-    "claude_bin": "e2e",  # the real Claude Code CLI
-    "temporal_test_server_path": "temporal",
-    "time_skipping": "temporal",
-    "temporal_cli_path": "temporal",
-    "temporal_dev_server": "temporal",
-}
 
 _CLOSED_LOCAL_PORT = "http://127.0.0.1:9"  # discard: nothing listens there
 for _credential in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
@@ -63,22 +54,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(name)
 
 
-def marks_by_place(path: Path, fixtures: Iterable[str]) -> list[str]:
-    """The markers (`e2e`, `temporal`) of a test in file `path` using `fixtures`."""
-    names = {name for folder, name in _FOLDER_MARKERS.items() if path.is_relative_to(folder)}
-    names.update(_FIXTURE_MARKERS[fixture] for fixture in fixtures if fixture in _FIXTURE_MARKERS)
-    return sorted(names)
-
-
 def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
-    """Test ids without this process's pid: every xdist worker must collect the same ids.
-
-    A parameter such as `f"loop 'demo' is running (pid {os.getpid()})"` would otherwise
-    name a different test in each worker, and xdist refuses to run them."""
-    own_pid = f"pid {os.getpid()}"
-    if isinstance(val, str) and own_pid in val:
-        return val.replace(own_pid, "pid PID")
-    return None
+    return id_without_own_pid(val)  # every xdist worker must collect the same ids
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import TESTS, marks_by_place, pytest_make_parametrize_id
 from fixtures.external_tools import MERMAID_CHECK_SCRIPT
+from fixtures.suite_markers import TESTS, id_without_own_pid, marks_by_place
 
 REPO = TESTS.parents[1]
 
@@ -79,9 +79,9 @@ def test_a_parameter_holding_this_processs_pid_gets_an_id_without_it(
     )
 
 
-def test_other_parameters_keep_pytests_own_ids(pytestconfig: pytest.Config) -> None:
-    assert pytest_make_parametrize_id(pytestconfig, "pid 1 (not ours)", "message") is None
-    assert pytest_make_parametrize_id(pytestconfig, os.getpid(), "pid") is None
+def test_other_parameters_keep_pytests_own_ids() -> None:
+    assert id_without_own_pid("pid 1 (not ours)") is None
+    assert id_without_own_pid(os.getpid()) is None
 
 
 FAKE_NPM = """\
