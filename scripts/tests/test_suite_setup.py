@@ -9,12 +9,24 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from fixtures.external_tools import MERMAID_CHECK_SCRIPT
-from fixtures.suite_markers import TESTS, id_without_own_pid, marks_by_place
 
+TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parents[1]
+ROOT_CONFTEST = TESTS / "conftest.py"
+
+
+@pytest.fixture
+def root_conftest(pytestconfig: pytest.Config) -> ModuleType:
+    """scripts/tests/conftest.py as pytest loaded it."""
+    for plugin in pytestconfig.pluginmanager.get_plugins():
+        path = getattr(plugin, "__file__", None)
+        if isinstance(plugin, ModuleType) and path and Path(path).resolve() == ROOT_CONFTEST:
+            return plugin
+    raise LookupError("scripts/tests/conftest.py is not loaded")
 
 
 def test_the_markers_of_the_quick_loop_are_registered(pytestconfig: pytest.Config) -> None:
@@ -34,9 +46,9 @@ def test_the_markers_of_the_quick_loop_are_registered(pytestconfig: pytest.Confi
     ],
 )
 def test_e2e_and_temporal_are_given_by_folder_and_by_fixture(
-    path: Path, fixtures: tuple[str, ...], expected: list[str]
+    path: Path, fixtures: tuple[str, ...], expected: list[str], root_conftest: ModuleType
 ) -> None:
-    assert marks_by_place(path, fixtures) == expected
+    assert root_conftest.marks_by_place(path, fixtures) == expected
 
 
 def collected(marker: str, *files: str) -> list[str]:
@@ -53,11 +65,13 @@ def collected(marker: str, *files: str) -> list[str]:
     return [line for line in done.stdout.splitlines() if "::" in line]
 
 
+@pytest.mark.slow
 def test_the_collection_marks_the_e2e_folder_and_nothing_else_as_e2e() -> None:
     ids = collected("e2e", "e2e/test_e2e_harness.py", "test_cli_plan.py")
     assert ids and all(i.startswith("scripts/tests/e2e/test_e2e_harness.py::") for i in ids)
 
 
+@pytest.mark.slow
 def test_the_collection_marks_temporal_by_folder_and_by_server_fixture() -> None:
     ids = collected("temporal", "temporal/test_codec.py", "test_benchmarks.py", "test_cli_plan.py")
     outside = [i for i in ids if not i.startswith("scripts/tests/temporal/test_codec.py::")]
@@ -79,9 +93,9 @@ def test_a_parameter_holding_this_processs_pid_gets_an_id_without_it(
     )
 
 
-def test_other_parameters_keep_pytests_own_ids() -> None:
-    assert id_without_own_pid("pid 1 (not ours)") is None
-    assert id_without_own_pid(os.getpid()) is None
+def test_other_parameters_keep_pytests_own_ids(root_conftest: ModuleType) -> None:
+    assert root_conftest.id_without_own_pid("pid 1 (not ours)") is None
+    assert root_conftest.id_without_own_pid(os.getpid()) is None
 
 
 FAKE_NPM = """\
@@ -96,6 +110,7 @@ echo '{}' > "$3/node_modules/mermaid/package.json"
 FIND_PARSER = """\
 import sys
 from pathlib import Path
+from types import ModuleType
 import fixtures.external_tools as tools
 cache = Path(sys.argv[1])
 tools.MERMAID_PREFIX = cache / "mermaid-parser"
