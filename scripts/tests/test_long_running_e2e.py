@@ -305,6 +305,7 @@ states:
 """
 
 
+@pytest.mark.slow
 def test_a_loop_failing_the_same_way_stalls_and_resumes_with_its_counters(
     project: Path,
 ) -> None:
