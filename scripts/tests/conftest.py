@@ -10,12 +10,18 @@ No test may reach the real Anthropic API: the credentials of the machine running
 are dropped and the SDK's base URL points at a closed port on 127.0.0.1, so a test that
 forgets to set up the local fake API fails with a connection error instead of sending a
 request out. Tests that talk to the fake API set their own values.
+
+Markers (registered in pyproject.toml; docs/testing.md): `e2e` and `temporal` are given
+here, by folder and by the fixtures a test uses (`marks_by_place`), so a new
+test in `e2e/` or on a Temporal server needs no marker of its own; `slow` is written on
+the test.
+`pytest -m "not e2e and not temporal and not slow"` is the quick development loop.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +31,17 @@ from hypothesis.configuration import set_hypothesis_home_dir
 
 if TYPE_CHECKING:
     from fixtures.temporal_servers import DevServer, TimeSkipping
+
+TESTS = Path(__file__).resolve().parent
+# A test in one of these folders, or using one of these fixtures, gets the marker.
+FOLDER_MARKERS = {TESTS / "e2e": "e2e", TESTS / "temporal": "temporal"}
+FIXTURE_MARKERS = {
+    "claude_bin": "e2e",  # the real Claude Code CLI
+    "temporal_test_server_path": "temporal",
+    "time_skipping": "temporal",
+    "temporal_cli_path": "temporal",
+    "temporal_dev_server": "temporal",
+}
 
 _CLOSED_LOCAL_PORT = "http://127.0.0.1:9"  # discard: nothing listens there
 for _credential in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
@@ -39,6 +56,37 @@ settings.load_profile("ll-loop")
 def pytest_configure(config: pytest.Config) -> None:
     factory: pytest.TempPathFactory = config._tmp_path_factory  # type: ignore[attr-defined]
     set_hypothesis_home_dir(factory.getbasetemp() / "hypothesis")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for name in marks_by_place(item.path, getattr(item, "fixturenames", ())):
+            item.add_marker(name)
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    return id_without_own_pid(val)  # every xdist worker must collect the same ids
+
+
+# Here rather than in fixtures/: test_e2e_install.py runs this conftest in a copied
+# repository without that folder. Tests reach them through the `root_conftest` fixture
+# (`import conftest` finds whichever of the three conftest modules loaded last).
+def marks_by_place(path: Path, fixtures: Iterable[str]) -> list[str]:
+    """The markers (`e2e`, `temporal`) of a test in file `path` using `fixtures`."""
+    names = {name for folder, name in FOLDER_MARKERS.items() if path.is_relative_to(folder)}
+    names.update(FIXTURE_MARKERS[fixture] for fixture in fixtures if fixture in FIXTURE_MARKERS)
+    return sorted(names)
+
+
+def id_without_own_pid(val: object) -> str | None:
+    """The test id of a parameter holding this process's pid, with `pid PID` in its place
+    (None: pytest's own id). Two xdist workers have two pids: an id with the pid would
+    differ between them, and xdist stops ('Different tests were collected between gw0
+    and gw1'), e.g. for `f"loop 'demo' is running (pid {os.getpid()})"`."""
+    own_pid = f"pid {os.getpid()}"
+    if isinstance(val, str) and own_pid in val:
+        return val.replace(own_pid, "pid PID")
+    return None
 
 
 @pytest.fixture(scope="session")

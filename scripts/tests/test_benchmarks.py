@@ -89,6 +89,7 @@ GUARD_EXPECTED_LINES = [
     ("script", "expected_lines"),
     [("run.py", EXPECTED_LINES), ("guards.py", GUARD_EXPECTED_LINES)],
 )
+@pytest.mark.slow
 def test_quick_benchmark_prints_every_figure(
     tmp_path: Path, script: str, expected_lines: list[str]
 ) -> None:
@@ -96,6 +97,7 @@ def test_quick_benchmark_prints_every_figure(
     _check_quick_run(tmp_path, [script, *options], expected_lines)
 
 
+@pytest.mark.slow
 def test_quick_temporal_benchmark_prints_every_figure(
     tmp_path: Path, temporal_cli_path: Path
 ) -> None:

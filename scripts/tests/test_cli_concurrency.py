@@ -108,6 +108,7 @@ def _scoped(name: str, scope: str, action: str) -> str:
 # --- one run per loop name -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_second_start_is_refused_and_touches_none_of_the_first_runs_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from fixtures.cli_support import (
     ERROR_LOOP,
     HANDOFF_LOOP,
@@ -221,6 +222,7 @@ def test_background_mode(tmp_path: Path) -> None:
     assert _status(tmp_path, "simple") == "completed"
 
 
+@pytest.mark.slow
 def test_list_piped_into_head_exits_quietly(tmp_path: Path) -> None:
     loops = tmp_path / ".loops"
     loops.mkdir()

@@ -117,6 +117,7 @@ def test_a_far_reset_ends_with_exit_7_and_status_says_when(tmp_path: Path) -> No
     assert len(scripted_claude.calls(tmp_path / "fake")) == 1
 
 
+@pytest.mark.slow
 def test_stop_during_a_limit_wait_then_resume_waits_only_what_is_left(tmp_path: Path) -> None:
     limited = {
         "text": "You've hit your 5-hour limit",

@@ -106,6 +106,7 @@ def run_tour_to_its_handoff(root: Path) -> None:
 # --- diagrams accepted by the real parsers ------------------------------------------------
 
 
+@pytest.mark.slow
 def test_dot_accepts_every_example_and_a_run_in_progress(
     tmp_path: Path, graphviz_dot: Path
 ) -> None:
@@ -124,6 +125,7 @@ def test_dot_accepts_every_example_and_a_run_in_progress(
     assert highlighted in text
 
 
+@pytest.mark.slow
 def test_mermaid_parser_accepts_every_example_and_a_run_in_progress(
     tmp_path: Path, mermaid_parser: Path
 ) -> None:
@@ -142,6 +144,7 @@ def test_mermaid_parser_accepts_every_example_and_a_run_in_progress(
     assert "class s5 current" in (tmp_path / "tour.mmd").read_text()
 
 
+@pytest.mark.slow
 def test_mermaid_parser_rejects_a_broken_diagram(tmp_path: Path, mermaid_parser: Path) -> None:
     """The check can fail: an edge with no target is a parse error."""
     broken = tmp_path / "broken.mmd"

@@ -205,6 +205,7 @@ def test_follow_needs_background(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_watch_across_a_handoff_pause_and_the_resume(
     tmp_path: Path, watchers: list[Watcher]
 ) -> None:

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).parent
 REPO = TESTS.parents[1]
 VERSION = (REPO / ".ci" / "claude-code-version").read_text(encoding="utf-8").strip()
@@ -104,6 +106,7 @@ def test_without_npm_the_e2e_tests_fail_with_one_line_saying_what_to_install(
     assert not (repository / ".cache" / "claude-code").exists()
 
 
+@pytest.mark.slow
 def test_first_use_installs_once_for_concurrent_sessions(tmp_path: Path) -> None:
     repository = make_repository(tmp_path / "repo")
     fake_bin = tmp_path / "bin"

@@ -105,6 +105,7 @@ def test_parse_since_forms() -> None:
     assert parse_since("2026-11-20T10:00:00+00:00", now) == datetime(2026, 11, 20, 10, tzinfo=UTC)
 
 
+@pytest.mark.slow
 def test_history_lists_archived_runs_and_reads_any_of_them(tmp_path: Path) -> None:
     write_loop(tmp_path, "failing", FAILING_LOOP)
     for _ in range(2):

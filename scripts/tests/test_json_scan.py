@@ -59,6 +59,7 @@ def test_too_deep_nesting_is_not_an_object_and_does_not_raise() -> None:
     assert json_objects(text) == [{"b": 1}]
 
 
+@pytest.mark.slow
 def test_hostile_outputs_decode_a_bounded_amount_of_text(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -102,6 +103,7 @@ _values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=50)
 @given(_prose, st.dictionaries(st.text(max_size=10), _values, max_size=4), _prose)
 def test_an_object_between_prose_is_found(

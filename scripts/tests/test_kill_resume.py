@@ -35,6 +35,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from fixtures.cli_support import LL_LOOP, cli_env
 
 from little_loops.cli.processes import action_groups, wait_until_gone
@@ -200,6 +201,7 @@ class Episode:
         assert len(counted) - len(STATES) * ROUNDS <= self.kills, counted
 
 
+@pytest.mark.slow
 def test_random_kills_never_lose_or_corrupt_a_loop(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     started = time.monotonic()

@@ -106,6 +106,7 @@ states:
 """
 
 
+@pytest.mark.slow
 def test_a_600_action_run_keeps_the_last_100_logs_and_those_in_use(tmp_path: Path) -> None:
     write_loop(tmp_path, "many", COUNTING_LOOP)
     run = subprocess.run(

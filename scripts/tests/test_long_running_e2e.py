@@ -227,6 +227,7 @@ def test_a_continuous_loop_failing_the_same_way_in_an_unchanged_git_tree_stalls(
     ],
     ids=["tracked", "untracked", "head"],
 )
+@pytest.mark.slow
 def test_a_continuous_loop_whose_work_tree_changes_each_round_is_not_stalled(
     project: Path, work: str
 ) -> None:
@@ -304,6 +305,7 @@ states:
 """
 
 
+@pytest.mark.slow
 def test_a_loop_failing_the_same_way_stalls_and_resumes_with_its_counters(
     project: Path,
 ) -> None:

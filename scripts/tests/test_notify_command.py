@@ -10,6 +10,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from fixtures.notify_support import (
     WAIT_SECONDS,
     lines_of,
@@ -72,6 +73,7 @@ def test_a_missing_program_is_logged_as_the_shell_reports_it(tmp_path: Path) -> 
     _reaped(supervisor)
 
 
+@pytest.mark.slow
 def test_a_command_past_its_timeout_is_killed_with_its_whole_group(tmp_path: Path) -> None:
     log = tmp_path / "x.notify.log"
     pid_file = tmp_path / "pid"

@@ -102,6 +102,7 @@ def test_the_poll_loop_runs_to_its_end_with_default_settings(tmp_path: Path) -> 
     assert (project / "rounds").read_text() == "5\n"
 
 
+@pytest.mark.slow
 def test_twenty_counter_loops_started_at_once_all_run_to_their_end(tmp_path: Path) -> None:
     projects = [
         new_project(tmp_path / f"p{number}", "counter", COUNTER)

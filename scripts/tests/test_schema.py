@@ -773,6 +773,7 @@ JSON_MAPPINGS = mutated_loops().filter(
 @settings(
     max_examples=300, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
 )
+@pytest.mark.slow
 @given(JSON_MAPPINGS)
 @example(loop_with({"states": {"a": {"action": "x"}, "b": {"terminal": True}}}))
 @example(loop_with({"states": {"a": {"next": None, "on_success": None}, "b": {"terminal": True}}}))
@@ -878,6 +879,7 @@ def test_full_loop_is_valid_everywhere() -> None:
     assert schema_errors(FULL_LOOP) == []
 
 
+@pytest.mark.slow
 def test_every_single_mutation_is_safe_and_judged_alike_by_schema_and_validate(
     tmp_path: Path,
 ) -> None:

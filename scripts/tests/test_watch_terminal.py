@@ -75,6 +75,7 @@ def watch_in_pane(tmux: Tmux, *args: str) -> None:
     tmux.start(f"{LL_LOOP} watch {' '.join(args)}; echo watch-exit=$?; sleep 600")
 
 
+@pytest.mark.slow
 def test_a_person_watching_in_a_terminal_sees_progress_time_and_summary(
     tmp_path: Path, tmux: Tmux
 ) -> None:
@@ -94,6 +95,7 @@ def test_a_person_watching_in_a_terminal_sees_progress_time_and_summary(
     assert "Loop completed: done (2 iterations, " in screen
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_the_terminal_stops_watching_and_the_loop_keeps_running(
     tmp_path: Path, tmux: Tmux
 ) -> None:
@@ -126,6 +128,7 @@ def read_pty_until(fd: int, pattern: re.Pattern[str], seen: list[bytes]) -> None
     wait_for(found, f"{pattern.pattern!r} in the terminal")
 
 
+@pytest.mark.slow
 def test_on_a_terminal_the_running_actions_line_shows_its_time_redrawn_in_place(
     tmp_path: Path,
 ) -> None:
