@@ -316,3 +316,40 @@ def test_section_5_fragments_command_lists_names_and_first_description_lines(
         "empty.yaml: no fragments\n",
         "",
     )
+
+
+def test_section_2_4_fragment_parameter_specs_are_checked(tmp_path: Path) -> None:
+    text = NIGHTLY.replace(
+        "states:\n",
+        "fragments:\n  loose:\n    description: 3\n    parameters: {p: {type: enum}}\nstates:\n",
+        1,
+    ).replace("import: [lib/checks.yaml]\n", "")
+    text = text.replace("fragment: counted_gate\n    with: {key: lint}", "action: 'true'")
+
+    assert errors_of(write(tmp_path, "n.yaml", text)) == [
+        "[ERROR] fragments.loose.description: must be a string, got 3",
+        "[ERROR] fragments.loose.parameters.p.type: an enum parameter needs values",
+    ]
+
+
+def test_section_5_a_child_inherits_fragments_and_imports_resolve_next_to_it(
+    tmp_path: Path,
+) -> None:
+    """§5 with §6: `import:` inherited from a parent elsewhere is read next to the child."""
+    write(tmp_path, "child/lib/checks.yaml", CHECKS_LIBRARY)
+    write(tmp_path, "templates/base.yaml", NIGHTLY)
+    path = write(tmp_path, "child/nightly.yaml", "from: ../templates/base\nmax_steps: 4\n")
+
+    fsm = load_loop(path)
+    assert fsm.states["attempt"].fragment == "counted_gate"  # type: ignore[attr-defined]
+    assert fsm.max_iterations == 4
+
+
+def test_section_5_a_fragment_inside_a_fragment_is_not_expanded(tmp_path: Path) -> None:
+    library = "fragments:\n  outer: {fragment: inner, action: outer}\n  inner: {action: inner}\n"
+    write(tmp_path, "lib/checks.yaml", library)
+    text = NIGHTLY.replace("fragment: counted_gate\n    with: {key: lint}", "fragment: outer")
+
+    fsm = load_loop(write(tmp_path, "n.yaml", text))
+    state = fsm.states["attempt"]
+    assert (state.action, state.fragment) == ("outer", "outer")  # type: ignore[attr-defined]

@@ -207,6 +207,10 @@ def test_section_2_a_head_loop_using_many_keys_is_valid() -> None:
             "(got 3, 3, 12)",
         ),
         (
+            {"cost_ceiling": {"cost_ceiling_per_state": 1, "cost_warn_at": 2}},
+            "states.a.cost_ceiling: cost_warn_at (2) must not be above cost_ceiling_per_state (1)",
+        ),
+        (
             {"append_to_messages": "plain"},
             "states.a.append_to_messages: must contain a ${...} template, got 'plain'",
         ),

@@ -1,5 +1,8 @@
 """`ll-loop schema`: print the JSON Schema of loop files that the package ships.
 
+One schema covers both dialects (spec/ll-head-dialect.md §9e); its HEAD part is generated
+by `little_loops.fsm.loading.head_schema` from the loader's own tables.
+
 Editors use it through a first line such as
 `# yaml-language-server: $schema=<path or URL of the schema>` (see docs/user-guide.md).
 """

@@ -107,6 +107,15 @@ def check_route_spellings(route: dict[Any, Any], path: str) -> list[ValidationEr
     ]
 
 
+def check_cost_ceiling(cost: dict[str, Any], path: str) -> list[ValidationError]:
+    """`cost_warn_at` may not be above `cost_ceiling_per_state` (§2.2)."""
+    ceiling, warn_at = cost.get("cost_ceiling_per_state"), cost.get("cost_warn_at")
+    if ceiling is None or warn_at is None or warn_at <= ceiling:
+        return []
+    message = f"cost_warn_at ({warn_at}) must not be above cost_ceiling_per_state ({ceiling})"
+    return [ValidationError(message, path)]
+
+
 def check_throttle_order(throttle: dict[str, Any], path: str) -> list[ValidationError]:
     """`normal_max < warn_max < hard_max`, with HEAD's defaults for keys not written."""
     values = ThrottleConfig.from_dict(throttle)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from little_loops.fsm.loading.head_rules import (
+    check_cost_ceiling,
     check_route_spellings,
     check_state_rules,
     check_throttle_order,
@@ -212,6 +213,14 @@ _COST_CEILING_CHECKS: dict[str, FieldCheck] = {
     "cost_warn_at": _number_at_least_zero(),
 }
 
+
+def _check_cost_ceiling(value: Any, path: str) -> list[ValidationError]:
+    errors = mapping_of(_COST_CEILING_CHECKS)(value, path)
+    if not errors and isinstance(value, dict):
+        errors.extend(check_cost_ceiling(value, path))
+    return errors
+
+
 HEAD_STATE_CHECKS: dict[str, FieldCheck] = {
     **LEGACY_STATE_CHECKS,
     "action_type": _enum("action_type", HEAD_ACTION_TYPES),
@@ -250,7 +259,7 @@ HEAD_STATE_CHECKS: dict[str, FieldCheck] = {
     "tamper_guard": _enum("tamper_guard", HEAD_TAMPER_GUARDS),
     "prepatch_check": _enum("prepatch_check", HEAD_PREPATCH_CHECKS),
     "request_path": _enum("request_path", HEAD_REQUEST_PATHS),
-    "cost_ceiling": mapping_of(_COST_CEILING_CHECKS),
+    "cost_ceiling": _check_cost_ceiling,
     "description": _optional_string,
     "output": unchecked,
     "with_": unchecked,
@@ -287,6 +296,18 @@ def _check_states(value: Any, path: str) -> list[ValidationError]:
             message = f"state names must be strings, got {describe_value(name)}"
             errors.append(ValidationError(message, path))
     return errors
+
+
+def check_fragment_definition(value: dict[Any, Any], path: str) -> list[ValidationError]:
+    """A fragment's own keys (§2.4): `description` and its `parameters` specs. Its state
+    keys are checked in each state built from it."""
+    checks = {"description": _optional_string, "parameters": check_parameters}
+    return [
+        error
+        for key, check in checks.items()
+        if key in value
+        for error in check(value[key], join_path(path, key))
+    ]
 
 
 _REPEATED_FAILURE_CHECKS: dict[str, FieldCheck] = {
@@ -337,7 +358,7 @@ HEAD_LOOP_CHECKS: dict[str, FieldCheck] = {
     "session_mode": _enum("session_mode", HEAD_SESSION_MODES),
     "circuit": mapping_of({"repeated_failure": mapping_of(_REPEATED_FAILURE_CHECKS)}),
     "import": check_string_list,
-    "fragments": _mapping_of_mappings("fragment names to fragments"),
+    "fragments": _mapping_of_mappings("fragment names to fragments", check_fragment_definition),
     "from": scalar(check_string),
     "flow": check_string_list,
     "state_defs": _mapping_of_mappings("state names to partial states"),

@@ -115,6 +115,8 @@ def _keys_in(mapping: dict[str, Any], path: str | None, reasons: dict[str, str])
 
 def _state_uses(state: dict[str, Any], path: str) -> Iterator[_Use]:
     action_type = state.get("action_type")
+    if not isinstance(action_type, str):
+        action_type = None  # a type error, reported by the shape check
     for key in state:
         if key == "action_type" and action_type in ACTION_TYPE_REASONS:
             name = f"action_type: {action_type}"
@@ -130,6 +132,8 @@ def _state_uses(state: dict[str, Any], path: str) -> Iterator[_Use]:
 
 def _evaluate_uses(evaluate: dict[str, Any], path: str) -> Iterator[_Use]:
     kind = evaluate.get("type")
+    if not isinstance(kind, str):
+        kind = None  # a type error, reported by the shape check
     for key in evaluate:
         if key == "type" and kind in EVALUATE_TYPE_REASONS:
             yield f"evaluate type: {kind}", join_path(path, key), EVALUATE_TYPE_REASONS[kind]
