@@ -4,8 +4,10 @@ Nodes get generated ids (`s0`, `s1`, ...) and carry the state name as a quoted, 
 label, so any state name (`on`, `end`, `a-b`, `say "hi"`) is safe in either language.
 Terminal states are drawn as double circles, the initial state has an arrow from a start
 point, guard redirects (`on_max_visits`, `on_stall`) are dashed, and a target only known
-at run time (`${...}`) is a dashed edge to a note holding the template. With a run, the
-current state is highlighted and every state shows how often it was entered.
+at run time (`${...}`) is a dashed edge to a note holding the template. A sub-loop state
+(`loop:`, little-loops' current dialect) is a double-edged box naming its child, with the
+command that draws the child as its tooltip, so the picture can be followed into it. With a
+run, the current state is highlighted and every state shows how often it was entered.
 
 Rendering to SVG or PNG is left to `dot -Tsvg` and `mmdc` (see docs/user-guide.md).
 """
@@ -16,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from little_loops.cli.loop_graph import STALL_SOURCE, Edge, loop_edges, merged_edges
+from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.schema import FSMLoop
 
 DIAGRAM_FORMATS = ("mermaid", "dot")
@@ -35,8 +38,9 @@ class RunMarks:
 class _Node:
     node_id: str
     label: str
-    kind: str  # "state", "terminal", "note" or "stall"
+    kind: str  # "state", "terminal", "note", "stall" or "subloop"
     current: bool = False
+    child: str | None = None  # a sub-loop state's child loop
 
 
 def _nodes_and_edges(
@@ -50,7 +54,11 @@ def _nodes_and_edges(
             count = marks.visits[name]
             label += f"\n{count} visit" + ("" if count == 1 else "s")
         kind = "terminal" if state.terminal else "state"
-        nodes[f"state:{name}"] = _Node(f"s{index}", label, kind, name == marks.current_state)
+        child = state.loop if isinstance(state, HeadStateConfig) else None
+        if child:
+            kind, label = "subloop", f"{label}\n[sub-loop: {child}]"
+        current = name == marks.current_state
+        nodes[f"state:{name}"] = _Node(f"s{index}", label, kind, current, child or None)
     edges: list[tuple[str, str, Edge]] = []
     for edge in merged_edges(loop_edges(fsm)):
         source = _node_for(nodes, edge.source, is_state=edge.source != STALL_SOURCE, stall=True)
@@ -110,7 +118,17 @@ def render_mermaid(fsm: FSMLoop, marks: RunMarks | None = None) -> str:
     for class_name, ids in _mermaid_classes(nodes).items():
         if ids:
             lines.append(f"    class {','.join(ids)} {class_name}")
+    for node in nodes.values():
+        if node.child is not None:
+            lines.append(
+                f'    click {node.node_id} "#" "{mermaid_text(follow_command(node.child))}"'
+            )
     return "\n".join(lines) + "\n"
+
+
+def follow_command(child: str) -> str:
+    """What draws a sub-loop state's child (its tooltip in the diagrams)."""
+    return f"ll-loop show {child} --diagram"
 
 
 def _mermaid_shape(node: _Node) -> str:
@@ -119,6 +137,8 @@ def _mermaid_shape(node: _Node) -> str:
         return f"((({label})))"
     if node.kind in ("note", "stall"):
         return f">{label}]"
+    if node.kind == "subloop":
+        return f"[[{label}]]"  # Mermaid's subroutine box
     return f"([{label}])"
 
 
@@ -169,6 +189,8 @@ def _dot_attributes(node: _Node) -> str:
         attributes.append("shape=doublecircle")
     elif node.kind in ("note", "stall"):
         attributes.append('shape=note, style="dashed"')
+    elif node.child is not None:
+        attributes.append(f"peripheries=2, tooltip={dot_text(follow_command(node.child))}")
     if node.current:
         shape = "filled,bold" if node.kind == "terminal" else "rounded,filled,bold"
         attributes.append(f'style="{shape}", fillcolor="{CURRENT_FILL}", penwidth=2')

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.schema import CURRENT_STATE_TOKEN, FSMLoop, StateConfig
 
 STALL_SOURCE = "any state"
@@ -38,21 +39,41 @@ def state_routes(name: str, state: StateConfig) -> list[tuple[str, str]]:
         if state.route.default is not None:
             pairs.append(("_", state.route.default))
     else:
-        for label, target in (
-            ("success", state.on_success),
-            ("failure", state.on_failure),
-            ("error", state.on_error),
-        ):
+        # A HEAD state's verdicts are yes/no (the same routes, in its own words).
+        yes, no = ("yes", "no") if isinstance(state, HeadStateConfig) else ("success", "failure")
+        for label, target in ((yes, state.on_success), (no, state.on_failure)):
             if target is not None:
                 pairs.append((label, target))
+        if isinstance(state, HeadStateConfig):
+            pairs += list(state.on_verdicts.items())
+        if state.on_error is not None:
+            pairs.append(("error", state.on_error))
     for label, target in (
         ("next", state.next),
         ("on_maintain", state.on_maintain),
         ("on_max_visits", state.on_max_visits),
+        *_head_redirects(state),
     ):
         if target is not None:
             pairs.append((label, target))
     return [(str(label), str(target)) for label, target in pairs]
+
+
+# Where a HEAD state goes instead of its routes when a retry, throttle or rate-limit budget
+# is spent: drawn dashed, like `on_max_visits`.
+GUARD_LABELS = frozenset(
+    {"on_max_visits", "on_retry_exhausted", "on_throttle_hard", "on_rate_limit_exhausted"}
+)
+
+
+def _head_redirects(state: StateConfig) -> list[tuple[str, str | None]]:
+    if not isinstance(state, HeadStateConfig):
+        return []
+    return [
+        ("on_retry_exhausted", state.on_retry_exhausted),
+        ("on_throttle_hard", state.on_throttle_hard),
+        ("on_rate_limit_exhausted", state.on_rate_limit_exhausted),
+    ]
 
 
 def loop_edges(fsm: FSMLoop) -> list[Edge]:
@@ -60,7 +81,7 @@ def loop_edges(fsm: FSMLoop) -> list[Edge]:
     edges: list[Edge] = []
     for name, state in fsm.states.items():
         for label, target in state_routes(name, state):
-            edges.append(_edge(fsm, name, label, target, guard=label == "on_max_visits"))
+            edges.append(_edge(fsm, name, label, target, guard=label in GUARD_LABELS))
     if fsm.on_stall is not None:
         edges.append(_edge(fsm, STALL_SOURCE, "on_stall", fsm.on_stall, guard=True))
     return edges
