@@ -116,6 +116,23 @@ def test_an_error_verdict_with_its_own_message_still_ends_with_it() -> None:
     )
 
 
+def test_an_evaluators_own_error_without_a_route_ends_with_no_valid_transition() -> None:
+    """The reference's evaluators return `error` with details (here: output that is not a
+    number); with no route for it the run ends "No valid transition", as every no-route
+    ending did there. The evaluator's message is the detail people read."""
+    loop = check_loop()
+    loop.states["check"] = StateConfig(
+        action="echo many",
+        evaluate=EvaluateConfig(type="output_numeric", operator="ge", target=3),
+        on_success="done",
+        on_failure="done",
+    )
+    result = FSMExecutor(loop).run()
+    assert (result.terminated_by, result.error) == ("error", "No valid transition")
+    assert result.error_detail is not None
+    assert result.error_detail.startswith("Cannot parse")
+
+
 def test_the_summary_reads_the_detail() -> None:
     result = ExecutionResult(
         "check", 1, "error", 2500, {}, error="No valid transition", error_detail=NO_ROUTE_DETAIL

@@ -168,6 +168,7 @@ def complete_action(
     step.cut_by_loop_timeout = result.timed_out and request.timeout < limit
     if result.error is not None:
         step.verdict, step.details = "error", {"error": result.error}
+        step.raised = True
     if head_state is not None:
         _after_head_action(sc, head_state, request, step)
     return step

@@ -44,7 +44,9 @@ def route_head_step(
         # §3.3.5: in maintain mode a verdict without a route starts the loop over
         route = HeadRoute(state.on_maintain or sc.fsm.initial, "maintain")
     if route.target is None:
-        error, detail = no_route_error(sc.cursor.current_state, step.verdict, step.details)
+        error, detail = no_route_error(
+            sc.cursor.current_state, step.verdict, step.details, raised=step.raised
+        )
         return Ending("error", error, error_detail=detail)
     ctx.result = sc.cursor.last_result
     ending = move_head(sc, route, ctx, verdict=step.verdict)

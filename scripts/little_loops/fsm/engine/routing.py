@@ -50,15 +50,22 @@ def no_route_message(state_name: str, verdict: str | None, details: dict[str, An
 
 
 def no_route_error(
-    state_name: str, verdict: str | None, details: dict[str, Any]
+    state_name: str, verdict: str | None, details: dict[str, Any], *, raised: bool = False
 ) -> tuple[str, str | None]:
     """`(error, error_detail)` of a run that ends because a verdict has no route: the
-    reference's bare text, with `no_route_message` for people; an error verdict's own
-    message alone."""
+    reference's bare text, with `no_route_message` for people. `raised`: the error is one
+    the reference raised instead of judging (an action that could not be interpolated or
+    started, or timed out), which ended its run with that message alone."""
     message = no_route_message(state_name, verdict, details)
-    if verdict == "error" and isinstance(details.get("error"), str):
+    if raised or _setup_problem(details):
         return message, None
     return NO_VALID_TRANSITION, message
+
+
+def _setup_problem(details: dict[str, Any]) -> bool:
+    """An LLM judgement that could not be made at all (no credentials, LLM turned off):
+    the run's setup is wrong, not the output, and the message says how to fix it."""
+    return bool(details.get("auth_error") or details.get("llm_disabled"))
 
 
 def resolve_target(

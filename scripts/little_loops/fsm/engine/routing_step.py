@@ -40,7 +40,9 @@ def route_after_step(
     if target is None:
         if stop is not None:
             return Ending("signal_stop", stop_reason=stop.payload)
-        error, detail = no_route_error(cursor.current_state, step.verdict, step.details)
+        error, detail = no_route_error(
+            cursor.current_state, step.verdict, step.details, raised=step.raised
+        )
         return Ending("error", error, error_detail=detail)
     ctx.result = cursor.last_result
     try:

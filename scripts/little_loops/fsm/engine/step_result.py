@@ -38,6 +38,10 @@ class Step:
     slash: bool = False
     cut_by_loop_timeout: bool = False
     signal: DetectedSignal | None = None
+    # An `error` the reference raised instead of judging (the action could not be
+    # interpolated or started, or timed out): without a route it ends the run with its own
+    # message, where an evaluator's `error` ends it "No valid transition".
+    raised: bool = False
 
     def signal_of(self, signal_type: str) -> DetectedSignal | None:
         """The acted-on signal when it is of `signal_type` ("handoff", "stop", ...)."""
@@ -126,7 +130,7 @@ class ExecutionResult:
 
 def error_step(message: str) -> Step:
     """A state that failed before its action could run."""
-    return Step(verdict="error", details={"error": message})
+    return Step(verdict="error", details={"error": message}, raised=True)
 
 
 def full_output_log(result: ActionResult) -> str | None:
