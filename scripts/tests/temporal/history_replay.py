@@ -33,6 +33,7 @@ from temporalio.client import WorkflowHistory as ClientHistory
 from temporalio.worker import Replayer, WorkflowReplayResult
 
 from little_loops.fsm.schema import FSMLoop
+from little_loops.fsm.store.run_dir import run_dir_context
 from little_loops.fsm.temporal.client import LoopRuns
 from little_loops.fsm.temporal.payloads import ResumeSignal, RunInput, RunOutcome
 from little_loops.fsm.temporal.worker import build_worker, workflow_runner
@@ -109,7 +110,9 @@ def project_with_examples(directory: Path) -> Path:
 def run_input(client: Client, project: Path, loop_name: str, task_queue: str) -> RunInput:
     """What the CLI gives the workflow for a run of `.loops/<loop_name>.yaml` in `project`."""
     loop = load_loop(project / ".loops" / f"{loop_name}.yaml")
-    return loop_input(client, project, loop.to_dict(), task_queue)
+    loop.context.update(run_dir_context(loop, project / ".loops"))  # as `ll-loop run` does
+    runs = LoopRuns(client, project, project / ".loops", task_queue)
+    return runs.run_input(loop, {})
 
 
 def loop_input(
