@@ -1,0 +1,99 @@
+"""A HEAD loop's sub-loop on the Temporal engine end to end (spec/ll-head-dialect.md §9b):
+a real `temporal server start-dev`, real `ll-loop worker` processes and the real `ll-loop`.
+The worker is killed with SIGKILL while the child's action runs; the next worker picks the
+run up inside the child, and no child state that had finished runs again."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from fixtures.cli_support import run_cli, write_loop
+from fixtures.processes import processes_with
+from fixtures.temporal_workers import Worker, wait_until
+
+PARENT = """\
+name: parent
+description: Run a child, then report what it counted.
+initial: count
+states:
+  count:
+    loop: child
+    with: {target: 2}
+    on_yes: report
+    on_no: failed
+  report:
+    action: "echo reached ${captured.count.tally.output}"
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+CHILD = """\
+name: child
+description: Count to the target; the check waits for a file the first time round.
+initial: first
+parameters:
+  target: {type: integer, required: true}
+states:
+  first:
+    action: "echo first >> child-steps; printf 0"
+    capture: tally
+    next: bump
+  bump:
+    action: "echo bump >> child-steps; printf %d $(( ${captured.tally.output} + 1 ))"
+    capture: tally
+    next: check
+  check:
+    action: >-
+      echo check >> child-steps; while [ ! -f go ]; do sleep 0.2; : MARKER; done;
+      test ${captured.tally.output} -ge ${context.target}
+    on_yes: reached
+    on_no: bump
+  reached: {terminal: true}
+"""
+
+
+def _status(checkout: Path, env: dict[str, str]) -> dict[str, object]:
+    shown = run_cli(checkout, "status", "parent", "--json", env=env)
+    loaded: dict[str, object] = json.loads(shown.stdout) if shown.returncode == 0 else {}
+    return loaded
+
+
+def test_a_worker_killed_inside_a_child_leaves_the_run_to_the_next_worker_inside_the_child(
+    env: dict[str, str], workers: list[Worker], tmp_path: Path
+) -> None:
+    marker = f"child-{time.monotonic_ns()}"
+    checkout = tmp_path / "co"
+    checkout.mkdir()
+    write_loop(checkout, "parent", PARENT)
+    write_loop(checkout, "child", CHILD.replace("MARKER", marker))
+    first = Worker(checkout, env)
+    workers.append(first)
+    started = run_cli(checkout, "run", "parent", "--detach", env=env)
+    assert started.returncode == 0, started.stderr
+    wait_until(lambda: processes_with(marker), "the child's check to start")
+    first.kill()
+    orphans = processes_with(marker)
+    (checkout / "go").write_text("", encoding="utf-8")
+
+    second = Worker(checkout, env)
+    workers.append(second)
+    try:
+        wait_until(lambda: _status(checkout, env).get("status") == "completed", "the run")
+    finally:
+        for pid in set(orphans) & set(processes_with(marker)):
+            os.killpg(pid, signal.SIGKILL)  # never leave the orphan behind a failed test
+
+    state = _status(checkout, env)
+    assert state["current_state"] == "done"
+    # `first` and the first `bump` had finished: they never ran again; the check the dead
+    # worker was running ran again (at least once more), then bump and check once more.
+    steps = (checkout / "child-steps").read_text().splitlines()
+    assert steps[:3] == ["first", "bump", "check"]
+    assert steps.count("first") == 1
+    assert steps[-2:] == ["bump", "check"]
+    assert steps.count("bump") == 2
