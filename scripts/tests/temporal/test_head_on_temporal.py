@@ -14,6 +14,7 @@ from typing import Any
 from fixtures.cli_support import cli_env, run_cli, write_loop
 from fixtures.processes import processes_with
 from fixtures.temporal_servers import TimeSkipping
+from head_loops import PARENT, child_waiting_with
 
 try:
     from workflow_support import checkout_with, run_input, runs_for, unique
@@ -26,52 +27,12 @@ except ImportError:  # no temporalio: the server fixture skips, or fails in CI, 
 
 WAIT_SECONDS = 120.0
 
-PARENT = """\
-name: parent
-description: Run a child with a parameter, then report.
-initial: count
-states:
-  count:
-    loop: child
-    with: {target: 2}
-    on_yes: report
-    on_no: failed
-  report:
-    action: "echo reached ${captured.count.tally.output}"
-    capture: said
-    next: done
-  done: {terminal: true}
-  failed: {terminal: true}
-"""
-
-CHILD = """\
-name: child
-description: Count to the target, marking each finished step in a file.
-initial: first
-parameters:
-  target: {type: integer, required: true}
-states:
-  first:
-    action: "echo first >> child-steps; printf 0"
-    capture: tally
-    next: bump
-  bump:
-    action: "echo bump >> child-steps; printf %d $(( ${captured.tally.output} + 1 ))"
-    capture: tally
-    next: check
-  check:
-    action: "WAIT; test ${captured.tally.output} -ge ${context.target}"
-    on_yes: reached
-    on_no: bump
-  reached: {terminal: true}
-"""
-
 STABLE_KEYS = ("status", "current_state", "iteration", "terminated_by")
 
 
 def _checkout(root: Path, check_prefix: str = "true") -> Path:
     checkout = checkout_with(root, "parent", PARENT)
-    write_loop(checkout, "child", CHILD.replace("WAIT", check_prefix))
+    write_loop(checkout, "child", child_waiting_with(check_prefix))
     return checkout
 
 
@@ -109,7 +70,7 @@ def test_a_head_loop_with_a_sub_loop_ends_on_temporal_as_it_does_locally(
     assert _timeless(done.state["captured"]) == _timeless(local_state["captured"])
     child_events = [event for event in events if event.get("depth") == 1]
     assert {event["event"] for event in child_events} >= {"state_enter", "route"}
-    assert (checkout / "child-steps").read_text() == "first\nbump\nbump\n"
+    assert (checkout / "child-steps").read_text() == "first\nbump\ncheck\nbump\ncheck\n"
 
 
 def test_a_stop_inside_a_child_resumes_inside_the_child_without_running_its_finished_states(
@@ -142,5 +103,7 @@ def test_a_stop_inside_a_child_resumes_inside_the_child_without_running_its_fini
     assert saved_child["current_state"] == "check"
     assert done.state["status"] == "completed"
     assert done.state["captured"]["said"]["output"] == "reached 2"
-    # `first` and the first `bump` finished before the stop: neither ran again.
-    assert (checkout / "child-steps").read_text() == "first\nbump\nbump\n"
+    # `first` and the first `bump` finished before the stop: neither ran again; the
+    # check the stop cut off ran again.
+    steps = (checkout / "child-steps").read_text().splitlines()
+    assert steps == ["first", "bump", "check", "check", "bump", "check"]

@@ -14,47 +14,7 @@ from pathlib import Path
 from fixtures.cli_support import run_cli, write_loop
 from fixtures.processes import processes_with
 from fixtures.temporal_workers import Worker, wait_until
-
-PARENT = """\
-name: parent
-description: Run a child, then report what it counted.
-initial: count
-states:
-  count:
-    loop: child
-    with: {target: 2}
-    on_yes: report
-    on_no: failed
-  report:
-    action: "echo reached ${captured.count.tally.output}"
-    next: done
-  done: {terminal: true}
-  failed: {terminal: true}
-"""
-
-CHILD = """\
-name: child
-description: Count to the target; the check waits for a file the first time round.
-initial: first
-parameters:
-  target: {type: integer, required: true}
-states:
-  first:
-    action: "echo first >> child-steps; printf 0"
-    capture: tally
-    next: bump
-  bump:
-    action: "echo bump >> child-steps; printf %d $(( ${captured.tally.output} + 1 ))"
-    capture: tally
-    next: check
-  check:
-    action: >-
-      echo check >> child-steps; while [ ! -f go ]; do sleep 0.2; : MARKER; done;
-      test ${captured.tally.output} -ge ${context.target}
-    on_yes: reached
-    on_no: bump
-  reached: {terminal: true}
-"""
+from head_loops import PARENT, child_waiting_with
 
 
 def _status(checkout: Path, env: dict[str, str]) -> dict[str, object]:
@@ -70,7 +30,9 @@ def test_a_worker_killed_inside_a_child_leaves_the_run_to_the_next_worker_inside
     checkout = tmp_path / "co"
     checkout.mkdir()
     write_loop(checkout, "parent", PARENT)
-    write_loop(checkout, "child", CHILD.replace("MARKER", marker))
+    write_loop(
+        checkout, "child", child_waiting_with(f"while [ ! -f go ]; do sleep 0.2; : {marker}; done")
+    )
     first = Worker(checkout, env)
     workers.append(first)
     started = run_cli(checkout, "run", "parent", "--detach", env=env)
