@@ -5,11 +5,14 @@ instead of sleeping, and the real `ll-loop` with a scripted stream-json claude."
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fixtures import scripted_claude
-from fixtures.cli_support import cli_env, run_cli, write_loop
+from fixtures.cli_support import LL_LOOP, cli_env, run_cli, write_loop
 
 from little_loops.fsm.engine.context import iso_time
 from little_loops.fsm.engine.core import RunCore
@@ -354,14 +357,22 @@ states:
 """
 
 
-def cli_run(tmp_path: Path, steps: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
-    write_loop(tmp_path, "night", LOOP)
+def cli_setup(tmp_path: Path, steps: list[dict[str, Any]], loop: str = LOOP) -> dict[str, str]:
+    write_loop(tmp_path, "night", loop)
     claude = scripted_claude.install(tmp_path / "fake", steps)
     env = cli_env(tmp_path)
     env["LL_CLAUDE_BIN"] = str(claude)
-    done = run_cli(tmp_path, "run", "night", env=env)
+    return env
+
+
+def cli_events(tmp_path: Path) -> list[dict[str, Any]]:
     text = (tmp_path / ".loops/.running/night.events.jsonl").read_text()
-    return done, [json.loads(line) for line in text.splitlines()]
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def cli_run(tmp_path: Path, steps: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
+    done = run_cli(tmp_path, "run", "night", env=cli_setup(tmp_path, steps))
+    return done, cli_events(tmp_path)
 
 
 def test_s7_6_cli_rate_limit_budget_spent_routes_to_on_rate_limit_exhausted(
@@ -392,3 +403,41 @@ def test_s7_6_cli_not_logged_in_goes_to_on_error(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert of(events, "route") == [{"from": "work", "to": "fix", "reason": "auth_failure"}]
     assert len(scripted_claude.calls(tmp_path / "fake")) == 1
+
+
+def saved_ladder(tmp_path: Path) -> dict[str, Any]:
+    path = tmp_path / ".loops/.running/night.state.json"
+    if not path.exists():
+        return {}
+    entry = json.loads(path.read_text()).get("head", {}).get("rate_limit", {}).get("work", {})
+    assert isinstance(entry, dict)
+    return entry
+
+
+@pytest.mark.slow
+def test_s7_6_cli_a_run_killed_during_a_wait_resumes_waiting_only_what_is_left(
+    tmp_path: Path,
+) -> None:
+    """The ladder's memory is on disk during the wait (§7.6 "saved for resume")."""
+    loop = LOOP.replace("rate_limit_backoff_base_seconds: 1", "rate_limit_backoff_base_seconds: 3")
+    loop = loop.replace("rate_limit_max_wait_seconds: 1", "rate_limit_max_wait_seconds: 600")
+    env = cli_setup(tmp_path, [{"text": RATE_LIMITED, "is_error": True, "status": 429}, {}], loop)
+    run = subprocess.Popen([str(LL_LOOP), "run", "night"], cwd=tmp_path, env=env, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while "until" not in saved_ladder(tmp_path):
+            assert time.monotonic() < deadline, "timed out waiting for the ladder's wait"
+            time.sleep(0.05)
+    finally:
+        run.kill()
+        run.wait()
+    entry = saved_ladder(tmp_path)
+    assert (entry["short_retries"], entry["tier"]) == (1, "short")
+    until = entry["until"]
+    resumed = run_cli(tmp_path, "resume", "night", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    waiting = of(cli_events(tmp_path), "rate_limit_waiting")
+    assert [w["next_attempt_at"] for w in waiting] == [iso_time(until)] * 2
+    assert len(scripted_claude.calls(tmp_path / "fake")) == 2  # not run again before it
+    assert time.time() >= until - 0.01
+    assert saved_ladder(tmp_path) == {}

@@ -574,13 +574,19 @@ class RunCore:
         """A resumed run waits what is left of the ladder's wait it stopped in: the
         session to continue ("" for none), or None when a stop cut it short again."""
         entry = self._head_entry()
-        left = float(entry["until"]) - self._now()
+        until = float(entry["until"])
         session = str(entry.get("session_id") or "")
-        wait = HeadWait(max(left, 0.0), str(entry.get("tier", "long")))
-        stopped = lambda: self.shutdown_requested  # noqa: E731
-        if not (yield from wait_in_place(sc, limits, entry, wait, now=self._now, stopped=stopped)):
-            return None
-        return session
+        wait = HeadWait(max(until - self._now(), 0.0), str(entry.get("tier", "long")))
+        waited = yield from wait_in_place(
+            sc,
+            limits,
+            entry,
+            wait,
+            now=self._now,
+            stopped=lambda: self.shutdown_requested,
+            until=until,
+        )
+        return session if waited else None
 
     def _retry(
         self,

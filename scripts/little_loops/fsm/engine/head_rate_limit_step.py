@@ -47,11 +47,13 @@ def wait_in_place(
     *,
     now: Callable[[], float],
     stopped: Callable[[], bool],
+    until: float | None = None,
 ) -> Generator[Request, Any, bool]:
-    """Wait `wait.seconds`, counting into the state's `total_wait_seconds` as it goes;
-    False when a shutdown cut it short (`until` stays in `entry` for the resumed run)."""
+    """Wait `wait.seconds` (up to `until` when given: a resumed wait keeps its end),
+    counting into the state's `total_wait_seconds` as it goes; False when a shutdown cut
+    it short (`until` stays in `entry` for the resumed run)."""
     name = sc.cursor.current_state
-    until = now() + wait.seconds
+    until = now() + wait.seconds if until is None else until
     entry["until"], entry["tier"] = until, wait.tier
     before = float(entry.get("total_wait_seconds", 0))
     done = 0.0
