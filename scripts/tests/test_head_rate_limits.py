@@ -396,6 +396,10 @@ def test_s7_6_cli_rate_limit_budget_spent_routes_to_on_rate_limit_exhausted(
     assert len(scripted_claude.calls(tmp_path / "fake")) == 2
     saved = json.loads((tmp_path / ".loops/.running/night.state.json").read_text())
     assert saved["head"]["rate_limit"] == {"work": {"exhaustions": 1}}
+    assert "rate limited: short wait, again at " in done.stdout
+    assert "rate-limit budget of work spent (1 retries, 1s waited)" in done.stdout
+    shown = run_cli(tmp_path, "history", "night", env=cli_env(tmp_path))
+    assert "rate_limit_exhausted -> gave_up" in shown.stdout
 
 
 def test_s7_6_cli_not_logged_in_goes_to_on_error(tmp_path: Path) -> None:
