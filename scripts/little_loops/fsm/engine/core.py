@@ -457,45 +457,19 @@ class RunCore:
         backoffs count no iteration, error or stall streak (the state simply runs again).
         A HEAD state with rate-limit keys meets rate and usage limits with HEAD's ladder
         (§7.6), whose exhaustion may route the run elsewhere (a `HeadRoute`)."""
-        saved = self.cursor.limit_wait
         limits = self._head_limits(state)
-        retries = 0  # the runs of the action again (each with a log of its own)
-        if saved is not None and saved.get("state") == self.cursor.current_state:
-            give_up = saved_wait_plan(saved, self.fsm.rate_limit, now=self._now())
-            if give_up is not None:
-                return Ending(USAGE_LIMITED, give_up.message)
-            if not (yield from self._wait_for_limit(saved)):
-                return Ending("signal")
-            first = prepare_action(sc, state, ctx)
-            if not isinstance(first, RunAction):
-                return first
-            retries = 1
-            request = self._retry(sc, state, first, saved.get("session_id"), retry=retries)
-        elif limits is not None and "until" in self.cursor.head.rate_limit.get(
-            self.cursor.current_state, {}
-        ):
-            self.cursor.limit_wait = None
-            resumed = yield from self._resume_head_wait(sc, limits)
-            if resumed is None:
-                return Ending("signal")
-            first = prepare_action(sc, state, ctx)
-            if not isinstance(first, RunAction):
-                return first
-            retries = 1
-            request = self._retry(sc, state, first, resumed or None, retry=retries)
-        else:
-            self.cursor.limit_wait = None  # a wait of a state the run has left
-            prepared = prepare_action(sc, state, ctx)
-            if not isinstance(prepared, RunAction):
-                return prepared
-            request = first = prepared
+        started = yield from self._start_action(sc, state, ctx, limits)
+        if not isinstance(started, tuple):
+            return started
+        first, request = started
+        retries = 0 if request is first else 1  # the runs again (each with a log of its own)
         backoffs = usage_waits = 0
         while True:
             result: ActionResult = yield request
             self._spend(result)
             hit = None if self.shutdown_requested else limit_of(result, request.slash, self._now())
             if hit is None:
-                if limits is not None:
+                if limits is not None and not self.shutdown_requested:  # it got through
                     note_through(self.cursor.head.rate_limit, self.cursor.current_state)
                 return complete_action(sc, state, request, result)
             if limits is not None and hit.kind in LADDER_KINDS:
@@ -534,6 +508,39 @@ class RunCore:
                 session = None
             retries += 1
             request = self._retry(sc, state, first, session, retry=retries)
+
+    def _start_action(
+        self,
+        sc: StepContext,
+        state: StateConfig,
+        ctx: InterpolationContext,
+        limits: HeadLimits | None,
+    ) -> Generator[Request, Any, tuple[RunAction, RunAction] | Step | Ending]:
+        """The prepared action and its first request: the action's first run, or, after
+        what is left of the wait a stopped run was in (ours or HEAD's ladder), its run
+        again; else the step or ending that comes instead."""
+        saved, name = self.cursor.limit_wait, self.cursor.current_state
+        if saved is not None and saved.get("state") == name:
+            give_up = saved_wait_plan(saved, self.fsm.rate_limit, now=self._now())
+            if give_up is not None:
+                return Ending(USAGE_LIMITED, give_up.message)
+            if not (yield from self._wait_for_limit(saved)):
+                return Ending("signal")
+            session = saved.get("session_id")
+        elif limits is not None and "until" in self.cursor.head.rate_limit.get(name, {}):
+            self.cursor.limit_wait = None
+            resumed = yield from self._resume_head_wait(sc, limits)
+            if resumed is None:
+                return Ending("signal")
+            session = resumed or None
+        else:
+            self.cursor.limit_wait = None  # a wait of a state the run has left
+            prepared = prepare_action(sc, state, ctx)
+            return (prepared, prepared) if isinstance(prepared, RunAction) else prepared
+        first = prepare_action(sc, state, ctx)
+        if not isinstance(first, RunAction):
+            return first
+        return first, self._retry(sc, state, first, session, retry=1)
 
     # -- HEAD's rate-limit ladder (§7.6) ---------------------------------------------------
 
