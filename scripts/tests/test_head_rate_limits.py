@@ -445,3 +445,49 @@ def test_s7_6_cli_a_run_killed_during_a_wait_resumes_waiting_only_what_is_left(
     assert len(scripted_claude.calls(tmp_path / "fake")) == 2  # not run again before it
     assert time.time() >= until - 0.01
     assert saved_ladder(tmp_path) == {}
+
+
+PARENT = """\
+name: night
+initial: fan
+states:
+  fan:
+    loop: child
+    on_yes: done
+    on_no: done
+    on_error: done
+  done:
+    terminal: true
+"""
+
+CHILD = """\
+name: child
+initial: ask
+states:
+  ask:
+    action: /ll:ask
+    evaluate:
+      type: exit_code
+    on_yes: done
+    on_no: done
+    max_rate_limit_retries: 1
+    on_rate_limit_exhausted: gave_up
+    rate_limit_backoff_base_seconds: 1
+    rate_limit_max_wait_seconds: 1
+  gave_up:
+    terminal: true
+  done:
+    terminal: true
+"""
+
+
+def test_s7_6_cli_a_sub_loops_ladder_memory_is_the_runs(tmp_path: Path) -> None:
+    """The child's waits are kept in the run's memory, saved in the top-level state file."""
+    env = cli_setup(tmp_path, [{"text": RATE_LIMITED, "is_error": True, "status": 429}], PARENT)
+    write_loop(tmp_path, "child", CHILD)
+    done = run_cli(tmp_path, "run", "night", env=env)
+    assert done.returncode == 0, done.stderr
+    exhausted = [e for e in cli_events(tmp_path) if e["event"] == "rate_limit_exhausted"]
+    assert [(e["state"], e["depth"], e["next"]) for e in exhausted] == [("ask", 1, "gave_up")]
+    saved = json.loads((tmp_path / ".loops/.running/night.state.json").read_text())
+    assert saved["head"]["rate_limit"] == {"ask": {"exhaustions": 1}}
