@@ -14,7 +14,7 @@ import pytest
 from fixtures import scripted_claude
 from fixtures.cli_support import LL_LOOP, cli_env, run_cli, write_loop
 
-from little_loops.fsm.engine.context import iso_time
+from little_loops.fsm.engine.context import RunCursor, iso_time
 from little_loops.fsm.engine.core import RunCore
 from little_loops.fsm.engine.head_rate_limits import jitter_seconds
 from little_loops.fsm.engine.limit_step import CONTINUE_PROMPT
@@ -198,8 +198,11 @@ def test_s7_6_a_spent_budget_emits_rate_limit_exhausted_and_goes_there() -> None
         },
         **GAVE_UP,
     )
-    result, events, driver, core = run(fsm, [rate_limited()] * 2)
+    cursor = RunCursor("work")
+    cursor.head.session_summary = "what the last continue state did"
+    result, events, driver, core = run(fsm, [rate_limited()] * 2, cursor=cursor)
     assert (result.terminated_by, result.final_state) == ("terminal", "gave_up")
+    assert core.cursor.head.session_summary is None  # §7.8: an exhaustion clears it
     assert driver.sleeps() == [20]  # 30 s and jitter, cut to the budget
     assert of(events, "rate_limit_exhausted") == [
         {
