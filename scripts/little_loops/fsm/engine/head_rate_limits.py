@@ -7,7 +7,8 @@ meets a rate limit or a usage limit with HEAD's ladder instead of our loop-level
 `max_rate_limit_retries` short backoffs in place (`base·2^(n−1)` plus up to `base` of
 jitter), then the long-wait ladder (its last entry repeats), all within a waiting budget
 of `rate_limit_max_wait_seconds` for the state. A usage limit with a known reset waits
-for it instead, or exhausts at once when the reset lies beyond what is left. Overloads
+for it instead, or exhausts at once when the reset lies beyond what is left; one with an
+unknown (or already passed) reset skips the short backoffs for the ladder. Overloads
 and claude's short throttle keep our own handling (§7.6: "our own overload handling
 covers the first").
 
