@@ -318,6 +318,23 @@ class ProgressDisplay:
         write_line(f"{self._indent}{one_line(event.get('message', ''))}")
         write_line(f"{self._indent}backing off {shown} (retry {attempt} of {retries})")
 
+    def _rate_limit_waiting(self, event: dict[str, Any]) -> None:
+        # HEAD's ladder (§7.6) reports each minute of a wait; one line when it starts.
+        if event.get("elapsed_seconds") != 0:
+            return
+        self._finish_line()
+        until = event.get("next_attempt_at")
+        now = self._wall_time_of(event)
+        when = reset_phrase(until, now) if isinstance(until, str) else "later"
+        write_line(f"{self._indent}rate limited: {event.get('tier', '?')} wait, again {when}")
+
+    def _rate_limit_exhausted(self, event: dict[str, Any]) -> None:
+        self._finish_line()
+        waited = event.get("total_wait_seconds")
+        shown = _seconds(waited) if isinstance(waited, int | float) else "?"
+        spent = f"{event.get('retries', '?')} retries, {shown} waited"
+        write_line(f"{self._indent}rate-limit budget of {event.get('state', '?')} spent ({spent})")
+
     def _wall_time_of(self, event: dict[str, Any]) -> float:
         stamp = event.get("ts")
         if isinstance(stamp, str):
@@ -358,6 +375,8 @@ _HANDLERS = {
     "limit_wait": ProgressDisplay._limit_wait,
     "limit_wait_end": ProgressDisplay._limit_wait_end,
     "rate_limit_backoff": ProgressDisplay._rate_limit_backoff,
+    "rate_limit_waiting": ProgressDisplay._rate_limit_waiting,
+    "rate_limit_exhausted": ProgressDisplay._rate_limit_exhausted,
     "loop_start": ProgressDisplay._loop_start,
     "loop_complete": ProgressDisplay._loop_complete,
 }

@@ -32,9 +32,16 @@ COST_KEYS = ("cost_usd", "total_cost_usd", "cost")
 VALUE_WIDTH = 60
 REASON_WIDTH = 80
 # Route reasons that are not a verdict's route (HEAD: a throttle's hard limit, the way
-# back after a cap's summary state).
+# back after a cap's summary state, a spent rate-limit budget).
 MOVES_WITHOUT_VERDICT = frozenset(
-    {"maintain", "max_visits", "throttle_hard", "max_steps", "max_iterations_reached"}
+    {
+        "maintain",
+        "max_visits",
+        "throttle_hard",
+        "max_steps",
+        "max_iterations_reached",
+        "rate_limit_exhausted",
+    }
 )
 
 

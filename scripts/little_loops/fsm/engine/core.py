@@ -36,9 +36,20 @@ from little_loops.fsm.engine.evaluation_step import (
     needs_judgement,
 )
 from little_loops.fsm.engine.handoff_flow import handle_handoff
+from little_loops.fsm.engine.head_auth import auth_failure_route
 from little_loops.fsm.engine.head_caps import announce_summary, cap_reached, take_summary
 from little_loops.fsm.engine.head_context import FragmentParameterError
 from little_loops.fsm.engine.head_endings import CAP_ENDINGS, FAILURE_TERMINAL
+from little_loops.fsm.engine.head_rate_limit_step import leave_rate_limited, wait_in_place
+from little_loops.fsm.engine.head_rate_limits import (
+    LADDER_KINDS,
+    HeadExhausted,
+    HeadLimits,
+    HeadWait,
+    head_limits,
+    note_through,
+    plan_head_wait,
+)
 from little_loops.fsm.engine.head_routing import HeadRoute
 from little_loops.fsm.engine.head_routing_step import move_head
 from little_loops.fsm.engine.limit_policy import (
@@ -67,7 +78,11 @@ from little_loops.fsm.engine.requests import (
     WaitUntil,
 )
 from little_loops.fsm.engine.retries import count_entry, leave_exhausted
-from little_loops.fsm.engine.revisions import WORKSPACE_FINGERPRINT, every_revision
+from little_loops.fsm.engine.revisions import (
+    HEAD_RATE_LIMITS,
+    WORKSPACE_FINGERPRINT,
+    every_revision,
+)
 from little_loops.fsm.engine.routing import RoutingError, resolve_target
 from little_loops.fsm.engine.routing_step import (
     leave_over_visited,
@@ -90,6 +105,7 @@ from little_loops.fsm.engine.throttle import count_action_run, keep_visit_count
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.model.head_loop import HeadLoop, HeadStateConfig
+from little_loops.fsm.process.claude_limits import LimitHit
 from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import FSMLoop, StateConfig
 from little_loops.fsm.signal_detector import SignalDetector
@@ -368,6 +384,8 @@ class RunCore:
             acted = yield from self._act(sc, state, ctx)
             if isinstance(acted, Ending):
                 return acted
+            if isinstance(acted, HeadRoute):  # HEAD §7.6: the rate-limit budget is spent
+                return self._head_detour(sc, acted, ctx)
             step = acted
             ending = self._end_after_action(step)
             if ending is not None:
@@ -378,6 +396,9 @@ class RunCore:
                 )
                 if throttled is not None:
                     return self._head_detour(sc, throttled, ctx)
+                auth = auth_failure_route(state, step)
+                if auth is not None and self._revised(HEAD_RATE_LIMITS):  # §7.6: to on_error
+                    return self._head_detour(sc, auth, ctx)
         judgement = None
         if needs_judgement(state, step) and judging_needs_host_io(state, step, self.fsm.llm):
             judgement = yield EvaluateWithIO(state, ctx, step, self.fsm.llm)
@@ -431,35 +452,34 @@ class RunCore:
 
     def _act(
         self, sc: StepContext, state: StateConfig, ctx: InterpolationContext
-    ) -> Generator[Request, Any, Step | Ending]:
+    ) -> Generator[Request, Any, Step | Ending | HeadRoute]:
         """Run `state`'s action until it gets through or a limit plan gives up; waits and
-        backoffs count no iteration, error or stall streak (the state simply runs again)."""
-        saved = self.cursor.limit_wait
-        retries = 0  # the runs of the action again (each with a log of its own)
-        if saved is not None and saved.get("state") == self.cursor.current_state:
-            give_up = saved_wait_plan(saved, self.fsm.rate_limit, now=self._now())
-            if give_up is not None:
-                return Ending(USAGE_LIMITED, give_up.message)
-            if not (yield from self._wait_for_limit(saved)):
-                return Ending("signal")
-            first = prepare_action(sc, state, ctx)
-            if not isinstance(first, RunAction):
-                return first
-            retries = 1
-            request = self._retry(sc, state, first, saved.get("session_id"), retry=retries)
-        else:
-            self.cursor.limit_wait = None  # a wait of a state the run has left
-            prepared = prepare_action(sc, state, ctx)
-            if not isinstance(prepared, RunAction):
-                return prepared
-            request = first = prepared
+        backoffs count no iteration, error or stall streak (the state simply runs again).
+        A HEAD state with rate-limit keys meets rate and usage limits with HEAD's ladder
+        (§7.6), whose exhaustion may route the run elsewhere (a `HeadRoute`)."""
+        limits = self._head_limits(state)
+        started = yield from self._start_action(sc, state, ctx, limits)
+        if not isinstance(started, tuple):
+            return started
+        first, request = started
+        retries = 0 if request is first else 1  # the runs again (each with a log of its own)
         backoffs = usage_waits = 0
         while True:
             result: ActionResult = yield request
             self._spend(result)
             hit = None if self.shutdown_requested else limit_of(result, request.slash, self._now())
             if hit is None:
+                if limits is not None and not self.shutdown_requested:  # it got through
+                    note_through(self.cursor.head.rate_limit, self.cursor.current_state)
                 return complete_action(sc, state, request, result)
+            if limits is not None and hit.kind in LADDER_KINDS:
+                self._emit("action_complete", limit=hit.kind, **completed_keys(result))
+                waited = yield from self._head_ladder(sc, limits, hit, result)
+                if isinstance(waited, Ending | HeadRoute):
+                    return waited
+                retries += 1
+                request = self._retry(sc, state, first, waited or None, retry=retries)
+                continue
             plan = plan_after_limit(
                 hit,
                 self.fsm.rate_limit,
@@ -488,6 +508,92 @@ class RunCore:
                 session = None
             retries += 1
             request = self._retry(sc, state, first, session, retry=retries)
+
+    def _start_action(
+        self,
+        sc: StepContext,
+        state: StateConfig,
+        ctx: InterpolationContext,
+        limits: HeadLimits | None,
+    ) -> Generator[Request, Any, tuple[RunAction, RunAction] | Step | Ending]:
+        """The prepared action and its first request: the action's first run, or, after
+        what is left of the wait a stopped run was in (ours or HEAD's ladder), its run
+        again; else the step or ending that comes instead."""
+        saved, name = self.cursor.limit_wait, self.cursor.current_state
+        if saved is not None and saved.get("state") == name:
+            give_up = saved_wait_plan(saved, self.fsm.rate_limit, now=self._now())
+            if give_up is not None:
+                return Ending(USAGE_LIMITED, give_up.message)
+            if not (yield from self._wait_for_limit(saved)):
+                return Ending("signal")
+            session = saved.get("session_id")
+        elif limits is not None and "until" in self.cursor.head.rate_limit.get(name, {}):
+            self.cursor.limit_wait = None
+            resumed = yield from self._resume_head_wait(sc, limits)
+            if resumed is None:
+                return Ending("signal")
+            session = resumed or None
+        else:
+            self.cursor.limit_wait = None  # a wait of a state the run has left
+            prepared = prepare_action(sc, state, ctx)
+            return (prepared, prepared) if isinstance(prepared, RunAction) else prepared
+        first = prepare_action(sc, state, ctx)
+        if not isinstance(first, RunAction):
+            return first
+        return first, self._retry(sc, state, first, session, retry=1)
+
+    # -- HEAD's rate-limit ladder (§7.6) ---------------------------------------------------
+
+    def _head_limits(self, state: StateConfig) -> HeadLimits | None:
+        """`state`'s HEAD ladder, unless a replayed workflow predates it (`revisions`)."""
+        limits = head_limits(state)
+        if limits is None or not self._revised(HEAD_RATE_LIMITS):
+            return None
+        return limits
+
+    def _head_entry(self) -> dict[str, Any]:
+        """The current state's ladder memory (shared with sub-loops, saved for resume)."""
+        return self.cursor.head.rate_limit.setdefault(self.cursor.current_state, {})
+
+    def _head_ladder(
+        self, sc: StepContext, limits: HeadLimits, hit: LimitHit, result: ActionResult
+    ) -> Generator[Request, Any, str | Ending | HeadRoute]:
+        """Wait in place as HEAD's ladder says: the claude session to continue afterwards
+        ("" for none), or how the state ends when the budget is spent or a stop came."""
+        entry, name = self._head_entry(), self.cursor.current_state
+        plan = plan_head_wait(limits, entry, hit, name, self._now())
+        if isinstance(plan, HeadExhausted):
+            return leave_rate_limited(sc, limits, entry, plan)
+        key = f"{plan.tier}_retries"
+        entry[key] = int(entry.get(key, 0)) + 1
+        session = ""
+        if hit.kind == "usage_limit" and result.claude is not None:
+            session = result.claude.session_id or ""
+            entry["session_id"] = session
+        waited = yield from wait_in_place(
+            sc, limits, entry, plan, now=self._now, stopped=lambda: self.shutdown_requested
+        )
+        return session if waited else Ending("signal")
+
+    def _resume_head_wait(
+        self, sc: StepContext, limits: HeadLimits
+    ) -> Generator[Request, Any, str | None]:
+        """A resumed run waits what is left of the ladder's wait it stopped in: the
+        session to continue ("" for none), or None when a stop cut it short again."""
+        entry = self._head_entry()
+        until = float(entry["until"])
+        session = str(entry.get("session_id") or "")
+        wait = HeadWait(max(until - self._now(), 0.0), str(entry.get("tier", "long")))
+        waited = yield from wait_in_place(
+            sc,
+            limits,
+            entry,
+            wait,
+            now=self._now,
+            stopped=lambda: self.shutdown_requested,
+            until=until,
+        )
+        return session if waited else None
 
     def _retry(
         self,

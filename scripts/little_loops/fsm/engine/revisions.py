@@ -20,13 +20,18 @@ and its name can go (docs/scaling.md, "Upgrades").
 
 from __future__ import annotations
 
-__all__ = ["REVISIONS", "WORKSPACE_FINGERPRINT", "every_revision"]
+__all__ = ["HEAD_RATE_LIMITS", "REVISIONS", "WORKSPACE_FINGERPRINT", "every_revision"]
 
 WORKSPACE_FINGERPRINT = "ll-loop:2026-11:workspace-fingerprint"
 """The stall guard compares the work tree through the driver (`InspectWorkspace`); before
 it, the Temporal engine's guard compared only what the states said."""
 
-REVISIONS = (WORKSPACE_FINGERPRINT,)
+HEAD_RATE_LIMITS = "ll-loop:2026-11:head-rate-limits"
+"""A HEAD state's rate-limit keys drive its waits (§7.6) and an authentication failure of
+its prompt goes straight to `on_error`; before it, such a state waited with the loop's
+`rate_limit:` settings and routed the failure by its verdict."""
+
+REVISIONS = (WORKSPACE_FINGERPRINT, HEAD_RATE_LIMITS)
 """Every named change, oldest first."""
 
 

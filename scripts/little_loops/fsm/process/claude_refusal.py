@@ -59,6 +59,16 @@ def claude_refusal(exit_code: int, output: str, stderr: str) -> str | None:
     return f"{error} ({hint})" if hint else error
 
 
+def is_auth_failure(output: str, api_error_status: int | None) -> bool:
+    """Whether a failed claude run could not authenticate: not logged in, a key the API
+    rejects (claude's own lines above), or an API error 401 (HEAD sends these straight to
+    `on_error`: waiting or retrying does not help)."""
+    said = output.strip()
+    if api_error_status == 401 or said.startswith("API Error: 401"):
+        return True
+    return _is_refusal_line(said) and (_LOGIN_REFUSAL in said or said.startswith(_KEY_REFUSAL))
+
+
 def _is_refusal_line(text: str) -> bool:
     # One line only: a model's long answer that quotes such a line is not a refusal.
     if "\n" in text:

@@ -361,7 +361,8 @@ class PersistentExecutor:
             # The wait and what it waits for are on disk before it starts: a run stopped
             # or killed meanwhile waits only what is left when it is resumed.
             self.persistence.save_state(self._build_state(self._executor.current_state, WAITING))
-        elif kind == "limit_wait_end":
+        elif kind in ("limit_wait_end", "rate_limit_waiting"):
+            # HEAD's ladder (§7.6): its memory is on disk at each minute of a wait.
             self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
         elif kind == "evaluate":
             self._last_result = _evaluation_record(event)
@@ -377,7 +378,8 @@ class PersistentExecutor:
         every save keeps it `entered`; the child's place travels in `head.sub_loops`,
         which the core refreshed before this event."""
         kind = event.get("event")
-        if kind in ("loop_start", "route", "handoff_continued", "limit_wait_end"):
+        saved = ("loop_start", "route", "handoff_continued", "limit_wait_end", "rate_limit_waiting")
+        if kind in saved:
             self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
         elif kind == "action_complete":
             # A child's logs live in a folder of its own beside the run's (`sub_loop`);
