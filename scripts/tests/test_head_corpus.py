@@ -30,8 +30,10 @@ from typing import Any
 
 import pytest
 from fixtures.cli_support import cli_env, run_cli
+from jsonschema import Draft7Validator
 
 from little_loops.fsm.loading import head_rules, head_shape, warn_once
+from little_loops.fsm.loading.head_schema import shipped_schema_path
 from little_loops.fsm.loading.pipeline import load_loop, parse_loop_yaml
 from little_loops.fsm.model.head_loop import HeadLoop
 from little_loops.fsm.model.head_parts import PARAMETER_TYPES
@@ -321,6 +323,41 @@ def test_s2_5_show_prints_parameter_defaults_and_requirements(project: Path) -> 
     done = run_cli(project, "show", "writers/draft-notes")
     assert "  version: string, required - the version being released" in done.stdout
     assert "  max_rounds: integer, default 2" in done.stdout.splitlines()
+
+
+def test_s2_5_list_shows_the_runnable_files_only_and_hides_internal_and_example(
+    project: Path,
+) -> None:
+    """§2.5 `ll-loop list`: libraries and templates stay hidden; `internal` and `example`
+    loops only with `--all`; `--label` matches case-insensitively."""
+    listed = json.loads(run_cli(project, "list", "--json", "--all").stdout)
+    assert [entry["name"] for entry in listed] == sorted(loop_ref(path) for path in RUNNABLE)
+    hidden = [
+        ref
+        for ref in map(loop_ref, RUNNABLE)
+        if raw(path_of(ref)).get("visibility") in ("internal", "example")
+    ]
+    shown = run_cli(project, "list").stdout.splitlines()
+    assert shown[-1] == f"({len(hidden)} hidden: internal or example; show them with --all)"
+    assert not any(line.split()[0] in hidden for line in shown[1:-1])
+    by_label = run_cli(project, "list", "--label", "NIGHTLY").stdout.splitlines()
+    assert by_label == [
+        "Available loops:",
+        "  nightly-lint  " + raw(path_of("nightly-lint"))["description"],
+    ]
+
+
+COMPLETE = [path for path in RUNNABLE if not {"from", "flow"} & set(raw(path))]
+
+
+@pytest.mark.parametrize("path", COMPLETE, ids=loop_ref)
+def test_s9e_each_complete_file_passes_the_shipped_json_schema(path: Path) -> None:
+    """§9e: the shipped schema accepts every key the corpus writes. Files that leave
+    `states` to `from:` or `flow:` are left out: the schema describes files as written
+    (head_schema's docstring)."""
+    schema = json.loads(shipped_schema_path().read_text())
+    errors = [error.message for error in Draft7Validator(schema).iter_errors(raw(path))]
+    assert errors == []
 
 
 # ---------------------------------------------------------------------------------------
