@@ -360,6 +360,14 @@ def test_s9e_each_complete_file_passes_the_shipped_json_schema(path: Path) -> No
     assert errors == []
 
 
+def test_s7_4_show_reports_the_step_cap_of_a_head_file_as_max_steps(project: Path) -> None:
+    """§7.4: HEAD files report `max_steps`; with both caps, `max_iterations` is the pass cap
+    (heartbeat: 30 steps, 2 passes), so the Limits line must not call 30 max_iterations."""
+    shown = run_cli(project, "show", "heartbeat").stdout.splitlines()
+    assert "Caps: max_steps 30, max_iterations (passes) 2" in shown
+    assert "Limits: max_steps 30, no timeout, logs_keep 100" in shown
+
+
 # ---------------------------------------------------------------------------------------
 # Runs: each shell-only file against its documented trace.
 # ---------------------------------------------------------------------------------------
