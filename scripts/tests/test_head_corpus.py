@@ -368,6 +368,19 @@ def test_s7_4_show_reports_the_step_cap_of_a_head_file_as_max_steps(project: Pat
     assert "Limits: max_steps 30, no timeout, logs_keep 100" in shown
 
 
+def test_s3_3_show_lists_the_on_verdict_and_cap_routes_of_head_states(project: Path) -> None:
+    """§3.3, §4.3, §7.1, §7.5: the routes a HEAD state may take besides yes/no/error are
+    listed by `show` (the runs above take them: `not_found`, `timeout`, the cap exits)."""
+    shown = run_cli(project, "show", "little-loops-extras").stdout
+    assert "    not_found -> pact\n    tool_error -> failed\n    timeout -> failed\n" in shown
+    assert "    blocked -> retire\n" in shown
+    shown = run_cli(project, "show", "release-notes").stdout
+    assert "    failure -> failed\n    timeout -> publish\n" in shown
+    shown = run_cli(project, "show", "feed-watch").stdout.splitlines()
+    assert "    on_retry_exhausted -> poll" in shown
+    assert "    on_throttle_hard -> spin" in shown
+
+
 # ---------------------------------------------------------------------------------------
 # Runs: each shell-only file against its documented trace.
 # ---------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.schema import CURRENT_STATE_TOKEN, FSMLoop, StateConfig
 
 STALL_SOURCE = "any state"
@@ -49,10 +50,33 @@ def state_routes(name: str, state: StateConfig) -> list[tuple[str, str]]:
         ("next", state.next),
         ("on_maintain", state.on_maintain),
         ("on_max_visits", state.on_max_visits),
+        *_head_routes(state),
     ):
         if target is not None:
             pairs.append((label, target))
     return [(str(label), str(target)) for label, target in pairs]
+
+
+def _head_routes(state: StateConfig) -> list[tuple[str, str | None]]:
+    """A HEAD state's other routes: `on_<verdict>` shorthands (`partial`, `timeout`, ...;
+    a route table replaces them, except on a `loop:` state) and the cap exits."""
+    if not isinstance(state, HeadStateConfig):
+        return []
+    verdicts = state.on_verdicts if state.route is None or state.loop else {}
+    return [
+        *verdicts.items(),
+        ("on_retry_exhausted", state.on_retry_exhausted),
+        ("on_rate_limit_exhausted", state.on_rate_limit_exhausted),
+        ("on_throttle_hard", state.on_throttle_hard),
+    ]
+
+
+GUARD_LABELS = (
+    "on_max_visits",
+    "on_retry_exhausted",
+    "on_rate_limit_exhausted",
+    "on_throttle_hard",
+)
 
 
 def loop_edges(fsm: FSMLoop) -> list[Edge]:
@@ -60,7 +84,7 @@ def loop_edges(fsm: FSMLoop) -> list[Edge]:
     edges: list[Edge] = []
     for name, state in fsm.states.items():
         for label, target in state_routes(name, state):
-            edges.append(_edge(fsm, name, label, target, guard=label == "on_max_visits"))
+            edges.append(_edge(fsm, name, label, target, guard=label in GUARD_LABELS))
     if fsm.on_stall is not None:
         edges.append(_edge(fsm, STALL_SOURCE, "on_stall", fsm.on_stall, guard=True))
     return edges
