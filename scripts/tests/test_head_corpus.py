@@ -21,6 +21,7 @@ validated and shown (`changelog-gate`), never run: no Claude is needed.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -251,11 +252,12 @@ def key_name(path: str) -> str:
     return path if last in ("action_type", "type") else last
 
 
+# Key names that are not types (`tamper_guard` etc. are loop and state keys: one name).
 EXTRAS_NAMES = {
     *warn_once.LOOP_REASONS,
     *warn_once.CONFIG_REASONS,
-    *(set(warn_once.STATE_REASONS) - {"pruning_profile", "tamper_guard", "prepatch_check"}),
-    *(set(warn_once.EVALUATE_REASONS)),
+    *warn_once.STATE_REASONS,
+    *warn_once.EVALUATE_REASONS,
 }
 
 
@@ -461,7 +463,11 @@ def test_s3_to_s8_each_shell_only_loop_runs_to_its_documented_trace(
 ) -> None:
     """§3-§8: the real `ll-loop run` follows the routes the file's header documents."""
     args = shlex.split(header(path, "Args") or "")
-    done = run_cli(project, "run", loop_ref(path), *args, env=cli_env(project), timeout=60)
+    env = cli_env(project)
+    # little-loops' `mcp-call` must be missing for the documented `not_found` (§2.2).
+    folders = env["PATH"].split(os.pathsep)
+    env["PATH"] = os.pathsep.join(f for f in folders if not (Path(f) / "mcp-call").exists())
+    done = run_cli(project, "run", loop_ref(path), *args, env=env, timeout=60)
     events_file = project / ".loops" / ".running" / f"{raw(path)['name']}.events.jsonl"
     events = [json.loads(line) for line in events_file.read_text().splitlines()]
     assert run_trace(events, done.returncode) == header(path, "Trace"), done.stderr
