@@ -383,6 +383,26 @@ def test_s3_3_show_lists_the_on_verdict_and_cap_routes_of_head_states(project: P
     assert "    on_throttle_hard -> spin" in shown
 
 
+@pytest.mark.parametrize(
+    ("ref", "line"),
+    [
+        ("heartbeat", "Handoff: pause (at most 3 continuations)"),
+        ("changelog-gate", "Handoff: pause (at most 2 continuations)"),
+    ],
+)
+def test_s2_1_config_max_continuations_becomes_ours(ref: str, line: str, project: Path) -> None:
+    """§2.1 `config`: `automation.max_continuations` and `continuation.max_continuations`
+    set this project's `max_continuations` (default 5)."""
+    assert line in run_cli(project, "show", ref).stdout.splitlines()
+
+
+def test_s2_5_config_confidence_gate_seeds_the_threshold_context_keys(project: Path) -> None:
+    """§2.5: `config.commands.confidence_gate` values replace the injected 85/65."""
+    run_cli(project, "run", "feed-watch")
+    log = project / ".loops" / ".running" / "feed-watch.logs" / "5-poll.log"
+    assert log.read_text() == "waiting (readiness 90, outcome 70)\n"
+
+
 # ---------------------------------------------------------------------------------------
 # Runs: each shell-only file against its documented trace.
 # ---------------------------------------------------------------------------------------
