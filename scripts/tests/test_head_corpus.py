@@ -97,39 +97,48 @@ def state_like(doc: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from mappings(doc.get(key))
 
 
-def used_keys() -> dict[str, set[str]]:
-    used: dict[str, set[str]] = {}
+Used = dict[str, set[str]]
 
-    def add(table: str, keys: Any) -> None:
-        used.setdefault(table, set()).update(keys)
 
+def used_keys() -> Used:
+    """Per vocabulary table, the keys (or values, for types) the corpus writes."""
+    used: Used = {}
     for path in ALL_FILES:
         doc = raw(path)
-        add("loop", doc)
-        add("llm", doc.get("llm") or {})
-        add("config", _flat(doc.get("config") or {}))
-        add("commands", (key for row in doc.get("commands") or [] for key in row))
-        add("targets", (key for row in doc.get("targets") or [] for key in row))
-        add("pruning_profile", doc.get("pruning_profile") or {})
-        add("repeated_failure", (doc.get("circuit") or {}).get("repeated_failure") or {})
+        _add_loop_keys(used, doc)
         parameter_maps = [doc.get("parameters")]
         for state in state_like(doc):
-            add("state", state)
-            add("action_type", [state["action_type"]] if "action_type" in state else [])
-            add("route", state.get("route") or {})
-            add("throttle", state.get("throttle") or {})
-            add("learning", state.get("learning") or {})
-            add("cost_ceiling", state.get("cost_ceiling") or {})
-            add("pruning_profile", state.get("pruning_profile") or {})
-            evaluate = state.get("evaluate") or {}
-            add("evaluate", evaluate)
-            add("evaluator_type", [evaluate["type"]] if "type" in evaluate else [])
+            _add_state_keys(used, state)
             parameter_maps.append(state.get("parameters"))
         for spec in (spec for specs in parameter_maps for spec in mappings(specs)):
-            add("parameter", spec)
-            add("parameter_type", [spec["type"]])
-        add("fragment", (key for fragment in mappings(doc.get("fragments")) for key in fragment))
+            _add(used, "parameter", spec)
+            _add(used, "parameter_type", [spec["type"]])
     return used
+
+
+def _add(used: Used, table: str, keys: Any) -> None:
+    used.setdefault(table, set()).update(keys)
+
+
+def _add_loop_keys(used: Used, doc: dict[str, Any]) -> None:
+    _add(used, "loop", doc)
+    _add(used, "llm", doc.get("llm") or {})
+    _add(used, "config", _flat(doc.get("config") or {}))
+    _add(used, "commands", (key for row in doc.get("commands") or [] for key in row))
+    _add(used, "targets", (key for row in doc.get("targets") or [] for key in row))
+    _add(used, "pruning_profile", doc.get("pruning_profile") or {})
+    _add(used, "repeated_failure", (doc.get("circuit") or {}).get("repeated_failure") or {})
+    _add(used, "fragment", (key for fragment in mappings(doc.get("fragments")) for key in fragment))
+
+
+def _add_state_keys(used: Used, state: dict[str, Any]) -> None:
+    _add(used, "state", state)
+    _add(used, "action_type", [state["action_type"]] if "action_type" in state else [])
+    for table in ("route", "throttle", "learning", "cost_ceiling", "pruning_profile"):
+        _add(used, table, state.get(table) or {})
+    evaluate = state.get("evaluate") or {}
+    _add(used, "evaluate", evaluate)
+    _add(used, "evaluator_type", [evaluate["type"]] if "type" in evaluate else [])
 
 
 def _flat(mapping: dict[str, Any], prefix: str = "") -> Iterator[str]:
