@@ -100,7 +100,7 @@ def outline_lines(view: dict[str, Any]) -> list[str]:
     if view["paradigm"]:
         lines.append(f"Paradigm: {view['paradigm']}")
     lines.append(f"Initial state: {view['initial']}")
-    lines.append("Limits: " + _limits_text(limits))
+    lines.append("Limits: " + _limits_text(limits, head="head" in view))
     lines.append("Guards: " + _guards_text(guards))
     lines.append(
         f"Handoff: {handoff['on_handoff']} (at most {handoff['max_continuations']} continuations)"
@@ -118,8 +118,11 @@ def outline_lines(view: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _limits_text(limits: dict[str, Any]) -> str:
-    parts = [f"max_iterations {limits['max_iterations']}"]
+def _limits_text(limits: dict[str, Any], *, head: bool) -> str:
+    # A HEAD loop keeps its step cap in `max_iterations` and reports it as max_steps
+    # (spec/ll-head-dialect.md §7.4); its pass cap, if any, is on the Caps line.
+    cap = "max_steps" if head else "max_iterations"
+    parts = [f"{cap} {limits['max_iterations']}"]
     parts.append(f"timeout {limits['timeout']}s" if limits["timeout"] else "no timeout")
     if limits["backoff"]:
         parts.append(f"backoff {limits['backoff']}s")
