@@ -123,3 +123,22 @@ initial: end
 states:
   end: {terminal: true}
 """
+
+
+def test_the_dry_run_plan_names_head_routes_in_head_words() -> None:
+    """`run --dry-run` (§4.8): a HEAD state's shorthands as written (`on_yes`, `on_no`, any
+    `on_<verdict>`); the legacy plan keeps the reference's lines byte for byte."""
+    from little_loops.cli.plan import plan_lines
+
+    lines = plan_lines(HEAD_LOOP)
+
+    assert lines[4:7] == [
+        "    [sub-loop: writers/draft]",
+        "    on_yes -> check",
+        "    on_no -> fail",
+    ]
+    assert "    on_partial -> draft" in lines
+    legacy = FSMLoop.from_dict(
+        {"name": "x", "initial": "a", "states": {"a": {"action": "true", "on_success": "a"}}}
+    )
+    assert plan_lines(legacy)[4:6] == ["    action: true", "    on_success -> a"]

@@ -31,12 +31,7 @@ def _state_lines(name: str, state: StateConfig) -> list[str]:
         lines.append(f"    [sub-loop: {state.loop}]")  # never loaded here (HEAD §4.8)
     if state.evaluate is not None:
         lines.append(f"    evaluate: {state.evaluate.type}")
-    for label, target in (
-        ("on_success", state.on_success),
-        ("on_failure", state.on_failure),
-        ("on_error", state.on_error),
-        ("next", state.next),
-    ):
+    for label, target in _shorthands(state):
         if target:
             lines.append(f"    {label} -> {target}")
     if state.route is not None:
@@ -47,3 +42,20 @@ def _state_lines(name: str, state: StateConfig) -> list[str]:
         if state.route.error:
             lines.append(f"      _error -> {state.route.error}")
     return lines
+
+
+def _shorthands(state: StateConfig) -> list[tuple[str, str | None]]:
+    """The shorthand routes in the plan's order; a HEAD state's in its own words, with its
+    other `on_<verdict>` routes after `on_error`."""
+    if not isinstance(state, HeadStateConfig):
+        yes, no, others = "on_success", "on_failure", []
+    else:
+        yes, no = "on_yes", "on_no"
+        others = [(f"on_{verdict}", target) for verdict, target in state.on_verdicts.items()]
+    return [
+        (yes, state.on_success),
+        (no, state.on_failure),
+        ("on_error", state.on_error),
+        *others,
+        ("next", state.next),
+    ]
