@@ -14,7 +14,15 @@ import pytest
 from fake_anthropic import FakeAnthropicServer, Reply, tool_use_message
 from fixtures.cli_support import cli_env, cli_in_process, install_fake_claude, run_cli, write_loop
 
-PARENT = """\
+TERMINALS = """\
+  done:
+    terminal: true
+  failed:
+    terminal: true
+"""
+
+PARENT = (
+    """\
 name: parent
 description: Runs the writer.
 initial: write
@@ -23,13 +31,12 @@ states:
     loop: writer
     on_yes: done
     on_no: failed
-  done:
-    terminal: true
-  failed:
-    terminal: true
 """
+    + TERMINALS
+)
 
-PROMPT_CHILD = """\
+PROMPT_CHILD = (
+    """\
 name: writer
 description: Drafts with claude; judged by the LLM unless the run says --no-llm.
 initial: draft
@@ -39,13 +46,12 @@ states:
     action_type: prompt
     on_yes: done
     on_no: failed
-  done:
-    terminal: true
-  failed:
-    terminal: true
 """
+    + TERMINALS
+)
 
-JUDGED_CHILD = """\
+JUDGED_CHILD = (
+    """\
 name: writer
 description: A shell action judged by the LLM.
 initial: draft
@@ -58,11 +64,9 @@ states:
       type: llm_structured
     on_yes: done
     on_no: failed
-  done:
-    terminal: true
-  failed:
-    terminal: true
 """
+    + TERMINALS
+)
 
 
 @pytest.fixture
