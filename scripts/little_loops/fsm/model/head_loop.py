@@ -24,6 +24,7 @@ from little_loops.fsm.model.head_parts import (
     DIALECT_HEAD,
     FAILURE_TERMINAL_NAMES,
     HEAD_DEFAULT_INPUT_KEY,
+    HEAD_DEFAULT_LLM_TIMEOUT,
     NON_VERDICT_ON_KEYS,
     CircuitConfig,
     ParameterSpec,
@@ -265,18 +266,25 @@ def _head_state_fields(data: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class HeadLLMConfig(LLMConfig):
-    """`llm:` of a HEAD loop: the legacy keys plus `effort` (shown only, no flag)."""
+    """`llm:` of a HEAD loop: the legacy keys plus `effort` (shown only, no flag), and
+    HEAD's `timeout` default (§2.1); `model` keeps ours (see `HEAD_DEFAULT_LLM_TIMEOUT`)."""
 
+    timeout: int = HEAD_DEFAULT_LLM_TIMEOUT
     effort: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
+        out.pop("timeout", None)  # written against HEAD's default, not the legacy one
+        if self.timeout != HEAD_DEFAULT_LLM_TIMEOUT:
+            out["timeout"] = self.timeout
         _put(out, "effort", self.effort)
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HeadLLMConfig:
-        return cls(**vars(LLMConfig.from_dict(data)), effort=data.get("effort"))
+        legacy = vars(LLMConfig.from_dict(data))
+        legacy["timeout"] = data.get("timeout", HEAD_DEFAULT_LLM_TIMEOUT)
+        return cls(**legacy, effort=data.get("effort"))
 
 
 # ---------------------------------------------------------------------------------------
