@@ -30,6 +30,7 @@ from little_loops.cli.resolve import LOOPS_DIR, load_resolved
 from little_loops.cli.restore_run import bring_back_from_history
 from little_loops.cli.run_report import report_run
 from little_loops.cli.signals import shutdown_on_signals
+from little_loops.cli.state_efforts import state_efforts
 from little_loops.fsm.errors import RunFilesError
 from little_loops.fsm.executor import ExecutionResult
 from little_loops.fsm.model.head_loop import HeadLoop
@@ -292,6 +293,7 @@ def _display(fsm: FSMLoop, options: RunOptions) -> ProgressDisplay:
         verbose=options.verbose,
         enabled=not options.quiet,
         live=sys.stdout.isatty(),  # the running action's time, redrawn in place
+        efforts=state_efforts(fsm),
     )
 
 
