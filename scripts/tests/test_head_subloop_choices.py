@@ -129,3 +129,22 @@ def test_s4_6_llm_model_of_the_run_judges_the_child(
         "Loop failed: failed (1 iteration, Ns, $C, N tokens)"
         " - ended at failure terminal 'failed'\n",
     )
+
+
+def test_s4_6_the_choices_travel_in_a_temporal_run_input() -> None:
+    """On Temporal the workflow builds the core from `RunInput`: the choices must come
+    through Temporal's converter as the record the core applies to each child."""
+    import asyncio
+
+    from temporalio.converter import DataConverter
+
+    from little_loops.fsm.model.run_choices import RunChoices
+    from little_loops.fsm.temporal.payloads import RunInput
+
+    choices = RunChoices(no_llm=True, llm_model="claude-chosen")
+    given = RunInput(loop={}, checkout="co", loops_dir=".loops", task_queue="q", host="h")
+    given.choices = choices
+    converter = DataConverter.default
+    payloads = asyncio.run(converter.encode([given]))
+    (back,) = asyncio.run(converter.decode(payloads, [RunInput]))
+    assert back.choices == choices
