@@ -32,6 +32,7 @@ from little_loops.fsm.model.head_parts import (
     parameters_from_dict,
     parameters_to_dict,
 )
+from little_loops.fsm.model.loop_vocabulary import HEAD_EVALUATE_FIELDS
 from little_loops.fsm.schema import (
     DEFAULT_MAX_CONTINUATIONS,
     DEFAULT_MAX_ITERATIONS,
@@ -70,18 +71,6 @@ def _put(out: dict[str, Any], key: str, value: Any) -> None:
 # evaluate
 # ---------------------------------------------------------------------------------------
 
-_EVALUATE_KEYS = (
-    "error_patterns",
-    "key",
-    "line",
-    "scope",
-    "max_stall",
-    "history_file",
-    "epsilon",
-    "track",
-    "max_repeat",
-)
-
 
 @dataclass
 class HeadEvaluateConfig(EvaluateConfig):
@@ -104,14 +93,14 @@ class HeadEvaluateConfig(EvaluateConfig):
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
-        for key in _EVALUATE_KEYS:
+        for key in HEAD_EVALUATE_FIELDS:
             _put(out, key, getattr(self, key))
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HeadEvaluateConfig:
         legacy = EvaluateConfig.from_dict(data)
-        head: dict[str, Any] = {key: data.get(key) for key in _EVALUATE_KEYS}
+        head: dict[str, Any] = {key: data.get(key) for key in HEAD_EVALUATE_FIELDS}
         return cls(**vars(legacy), **head)
 
 
