@@ -30,9 +30,11 @@ from little_loops.cli.resolve import LOOPS_DIR, load_resolved
 from little_loops.cli.restore_run import bring_back_from_history
 from little_loops.cli.run_report import report_run
 from little_loops.cli.signals import shutdown_on_signals
+from little_loops.cli.state_efforts import state_efforts
 from little_loops.fsm.errors import RunFilesError
 from little_loops.fsm.executor import ExecutionResult
 from little_loops.fsm.model.head_loop import HeadLoop
+from little_loops.fsm.model.run_choices import RunChoices
 from little_loops.fsm.persistence import (
     RUNNING_DIR,
     ArchivedRun,
@@ -85,16 +87,18 @@ def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
         fsm.max_iterations = options.max_iterations
     if options.max_continuations is not None:
         fsm.max_continuations = options.max_continuations
-    if options.llm_model is not None:
-        fsm.llm.model = options.llm_model
-    if options.no_llm:
-        fsm.llm.enabled = False
+    fsm.llm = run_choices(options).applied_to(fsm.llm)
     if options.stall_threshold is not None:
         fsm.stall_threshold = options.stall_threshold
     if options.max_cost is not None:
         fsm.max_cost_usd = options.max_cost
     if options.notify is not None:
         fsm.notify = options.notify or None
+
+
+def run_choices(options: RunOptions) -> RunChoices:
+    """The run's LLM choices, for the loop and every sub-loop it runs (§4.6)."""
+    return RunChoices(no_llm=options.no_llm, llm_model=options.llm_model)
 
 
 def apply_head_caps(loop: HeadLoop, *, max_steps: int | None, max_iterations: int | None) -> None:
@@ -150,7 +154,8 @@ def run_command(
             cap_line(fsm),
             "",
         ]
-        executor = _executor(fsm, display, lock, StatePersistence(fsm.name, LOOPS_DIR))
+        persistence = StatePersistence(fsm.name, LOOPS_DIR)
+        executor = _executor(fsm, display, lock, persistence, run_choices(options))
         executor.context_overrides = kept
         executor.budget_override = options.max_cost
         executor.notify_override = options.notify
@@ -220,7 +225,7 @@ def resume_command(
         with contextlib.suppress(OSError):  # then the first write fails and says why
             persistence.remove_crash_leftovers()
         display = _display(fsm, options)
-        executor = _executor(fsm, display, lock, persistence)
+        executor = _executor(fsm, display, lock, persistence, run_choices(options))
         executor.budget_override = options.max_cost
         executor.notify_override = options.notify
         if from_history:
@@ -288,15 +293,21 @@ def _display(fsm: FSMLoop, options: RunOptions) -> ProgressDisplay:
         verbose=options.verbose,
         enabled=not options.quiet,
         live=sys.stdout.isatty(),  # the running action's time, redrawn in place
+        efforts=state_efforts(fsm),
     )
 
 
 def _executor(
-    fsm: FSMLoop, display: ProgressDisplay, lock: LoopLock, persistence: StatePersistence
+    fsm: FSMLoop,
+    display: ProgressDisplay,
+    lock: LoopLock,
+    persistence: StatePersistence,
+    choices: RunChoices,
 ) -> PersistentExecutor:
     return PersistentExecutor(
         fsm,
         persistence,
+        choices=choices,
         event_callback=display,
         before_spawn=lock.release,  # the spawned session's `ll-loop resume` needs the lock
         # Lines go to the display only when it shows them: a callback per line costs time

@@ -33,6 +33,7 @@ from little_loops.cli.liveness import Owner, owner_of
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved
 from little_loops.cli.run_report import report_run
+from little_loops.cli.state_efforts import state_efforts
 from little_loops.cli.summary import summarize
 from little_loops.fsm.executor import ExecutionResult
 from little_loops.fsm.persistence import LoopState, StatePersistence, is_process_alive
@@ -111,6 +112,7 @@ class _Watcher:
             live=sys.stdout.isatty(),
             clock=time.time,
             event_time=event_time,
+            efforts=state_efforts(self.fsm),
         )
 
     # --- which run -----------------------------------------------------------------------

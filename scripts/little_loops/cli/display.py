@@ -27,7 +27,7 @@ import contextlib
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -66,8 +66,12 @@ class ProgressDisplay:
         live: bool = False,
         clock: Callable[[], float] = time.monotonic,
         event_time: Callable[[dict[str, Any]], float] | None = None,
+        efforts: Mapping[str, str] | None = None,
     ):
         self.max_iterations = max_iterations
+        # HEAD prompt states' `effort`, shown in their header (`state_efforts`); the run's
+        # own states only: a sub-loop's states are not known here.
+        self.efforts = dict(efforts or {})
         self.verbose = verbose
         self.enabled = enabled
         self.live = live and enabled
@@ -189,7 +193,10 @@ class ProgressDisplay:
             self._open_line(f"{self._pad}[{iteration}] {event.get('state', '?')}")
             return
         self._iteration = iteration if isinstance(iteration, int) else 0
-        self._open_line(f"[{iteration}/{self.max_iterations}] {event.get('state', '?')}")
+        state = str(event.get("state", "?"))
+        effort = self.efforts.get(state)
+        note = f" (effort: {effort})" if effort else ""
+        self._open_line(f"[{iteration}/{self.max_iterations}] {state}{note}")
 
     def _action_start(self, event: dict[str, Any]) -> None:
         # Ends the line opened by `state_enter` (on a terminal: once the action ends, so

@@ -105,7 +105,7 @@ def _run_async(make: Callable[[LoopRuns], Awaitable[T]]) -> T:
 def run_temporal(loop_arg: str, options: RunOptions, *, detach: bool = False) -> int:
     """`ll-loop run --engine temporal <loop>`: start the workflow; follow it unless
     `detach`."""
-    from little_loops.cli.cmd_run import UsageError, load_for_run
+    from little_loops.cli.cmd_run import UsageError, load_for_run, run_choices
 
     try:
         _, fsm, kept = load_for_run(loop_arg, options)  # with a HEAD file's inputs
@@ -125,6 +125,7 @@ def run_temporal(loop_arg: str, options: RunOptions, *, detach: bool = False) ->
             context_overrides=kept,
             budget_override=options.max_cost,
             notify_override=options.notify,
+            choices=run_choices(options),
         )
         await _claim_scope(runs, fsm, options)
         await _start_claimed(runs, fsm, run)
@@ -189,6 +190,7 @@ async def _resume_open(runs: LoopRuns, fsm: Any, signal_: Any, options: RunOptio
 
 async def _resume_closed(runs: LoopRuns, fsm: Any, signal_: Any, options: RunOptions) -> int:
     """The last workflow run closed: start a new one from its carry."""
+    from little_loops.cli.cmd_run import run_choices
     from little_loops.fsm.store.persistent_executor import resume_refusal
 
     outcome = await runs.closed_outcome(fsm.name)
@@ -206,6 +208,7 @@ async def _resume_closed(runs: LoopRuns, fsm: Any, signal_: Any, options: RunOpt
         carry=outcome.carry,
         budget_override=signal_.max_cost_usd,
         notify_override=signal_.notify,
+        choices=run_choices(options),
     )
     run.resume = signal_
     await _claim_scope(runs, fsm, options)

@@ -225,3 +225,43 @@ def test_following_a_run_that_ended_needs_no_worker(
 
     outcome = asyncio.run(scenario())
     assert (outcome.result["terminated_by"], outcome.result["final_state"]) == ("terminal", "done")
+
+
+ENDED_FOLLOW_SECONDS = 30.0
+"""Well over the follower's wait for a worker (5 s), well under the query time-out that
+a worker the server still lists after it stopped leaves a follower to wait (~60 s)."""
+
+
+def test_a_follower_of_an_ended_run_returns_at_once_and_gets_its_events_from_a_worker(
+    temporal_dev_server: DevServer, tmp_path: Path
+) -> None:
+    """`LoopRuns.follow` asks first whether the run ended: with a live worker it still
+    gets the events it missed; after the worker stopped (the server lists it polling for
+    a while) it returns the kept outcome without waiting out a query no one answers."""
+    from temporalio.client import Client
+    from workflow_support import checkout_with, run_input, unique
+
+    from little_loops.fsm.temporal.client import LoopRuns
+    from little_loops.fsm.temporal.worker import build_worker
+
+    checkout = checkout_with(tmp_path / "co", "quick", QUICK_LOOP)
+    live: list[str] = []
+    gone: list[str] = []
+
+    async def scenario() -> float:
+        client = await Client.connect(
+            temporal_dev_server.address, namespace=temporal_dev_server.namespace
+        )
+        runs = LoopRuns(client, checkout, checkout / ".loops", unique("queue"))
+        async with build_worker(client, runs.task_queue):
+            handle = await runs.start(run_input(runs, "quick"))
+            await handle.result()
+            await runs.follow("quick", lambda event: live.append(event["event"]), since=2)
+        started = time.monotonic()
+        await runs.follow("quick", lambda event: gone.append(event["event"]))
+        return time.monotonic() - started
+
+    seconds = asyncio.run(asyncio.wait_for(scenario(), WAIT_SECONDS))
+    assert live == ["action_start", "action_complete", "route", "loop_complete"]
+    assert gone == []
+    assert seconds < ENDED_FOLLOW_SECONDS

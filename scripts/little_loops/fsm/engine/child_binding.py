@@ -9,10 +9,9 @@ there, and each value must read as its type after interpolation. A mistake is a
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import Any
 
+from little_loops.fsm.engine.head_context import seeded_keys
 from little_loops.fsm.interpolation import (
     InterpolationContext,
     InterpolationError,
@@ -20,6 +19,7 @@ from little_loops.fsm.interpolation import (
 )
 from little_loops.fsm.model.head_loop import HeadLoop, HeadStateConfig
 from little_loops.fsm.model.head_parts import ParameterSpec
+from little_loops.fsm.model.parameter_types import type_problem
 from little_loops.fsm.schema import FSMLoop
 
 __all__ = [
@@ -28,9 +28,6 @@ __all__ = [
     "clamped_child_budget",
     "clamped_child_timeout",
 ]
-
-_INTEGER = re.compile(r"[+-]?\d+")
-_SEEDED_THRESHOLDS = (("readiness_threshold", 85), ("outcome_threshold", 65))
 
 
 class ChildBindingError(Exception):
@@ -97,59 +94,15 @@ def _apply_parameters(specs: dict[str, ParameterSpec], context: dict[str, Any], 
                     f"Sub-loop '{label}' requires parameter '{name}' but it is not bound"
                 )
             continue
-        if not reads_as(spec, context[name]):
-            raise ChildBindingError(
-                f"Sub-loop '{label}' parameter '{name}' {_expected(spec)}, got {context[name]!r}"
-            )
-
-
-def _expected(spec: ParameterSpec) -> str:
-    """`must be an integer`, `must be one of a, b` (the words of the `run` refusal)."""
-    if spec.type == "enum":
-        return f"must be one of {', '.join(map(str, spec.values or []))}"
-    return f"must be {'an' if spec.type == 'integer' else 'a'} {spec.type}"
-
-
-def reads_as(spec: ParameterSpec, value: Any) -> bool:
-    """Whether `value` (as given, or as text after interpolation) reads as `spec.type`."""
-    kind = spec.type
-    if kind == "path":
-        return True
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "enum":
-        return value in (spec.values or []) or str(value) in map(str, spec.values or [])
-    if isinstance(value, bool):
-        return kind == "boolean"
-    if kind == "boolean":
-        return isinstance(value, str) and value.strip().lower() in ("true", "false")
-    if kind == "integer":
-        return isinstance(value, int) or (
-            isinstance(value, str) and bool(_INTEGER.fullmatch(value.strip()))
-        )
-    if kind == "number":
-        return isinstance(value, int | float) or _reads_as_float(value)
-    return True
-
-
-def _reads_as_float(value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        float(value)
-    except ValueError:
-        return False
-    return True
+        problem = type_problem(spec, context[name])
+        if problem is not None:
+            raise ChildBindingError(f"Sub-loop '{label}' parameter '{name}' {problem}")
 
 
 def _seed(child: HeadLoop, context: dict[str, Any]) -> None:
     """§2.5 keys every HEAD run has, seeded only when absent."""
-    gate = ((child.config.get("commands") or {}).get("confidence_gate")) or {}
-    for key, default in _SEEDED_THRESHOLDS:
-        context.setdefault(key, gate.get(key, default))
-    text = context.get("input")
-    if isinstance(text, str):
-        context.setdefault("input_hash", hashlib.sha256(text.encode()).hexdigest()[:12])
+    for key, value in seeded_keys(child, context).items():
+        context.setdefault(key, value)
 
 
 def clamped_child_timeout(

@@ -105,6 +105,7 @@ from little_loops.fsm.engine.throttle import count_action_run, keep_visit_count
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.model.head_loop import HeadLoop, HeadStateConfig
+from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
 from little_loops.fsm.process.claude_limits import LimitHit
 from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import FSMLoop, StateConfig
@@ -132,6 +133,8 @@ class RunCore:
     `handoff_handler` only decides what a handoff does (its `behavior`): the handing off
     itself is the `HandOff` request. `revised(name)` says whether a named change of
     `revisions` applies to this run (default: all do; a replayed workflow may say no).
+    `choices`: the run's `--no-llm`/`--llm-model`, already applied to `fsm` by whoever
+    loaded it; the core applies them to the sub-loops it loads.
     """
 
     def __init__(
@@ -150,6 +153,7 @@ class RunCore:
         stop_requested: Callable[[], bool] | None = None,
         revised: Callable[[str], bool] = every_revision,
         sub_loop_frame: SubLoopFrame | None = None,
+        choices: RunChoices = NO_CHOICES,
     ) -> None:
         self.fsm = fsm
         self.clock = clock
@@ -165,6 +169,8 @@ class RunCore:
         self._revised = revised
         # Set on the core of a sub-loop: its place in the chain (`sub_loop`).
         self.sub_loop_frame = sub_loop_frame
+        # The run's `--no-llm`/`--llm-model`, applied to every sub-loop it loads (§4.6).
+        self.choices = choices
         self._stopping = False
         self._clock_start = clock.monotonic()
         self._elapsed_before_ms = 0
@@ -214,7 +220,8 @@ class RunCore:
         log_dir: Path | None,
     ) -> RunCore:
         """The core of a sub-loop of this run: the same clock, environment, signals,
-        handoff handler and checkpoints; it stops when this core stops (`sub_loop`)."""
+        handoff handler, checkpoints and run choices; it stops when this core stops
+        (`sub_loop`)."""
         return RunCore(
             fsm,
             clock=self.clock,
@@ -229,6 +236,7 @@ class RunCore:
             stop_requested=lambda: self.shutdown_requested,
             revised=self._revised,
             sub_loop_frame=frame,
+            choices=self.choices,
         )
 
     def finish_after_crash(self, exc: Exception) -> ExecutionResult:

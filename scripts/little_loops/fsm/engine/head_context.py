@@ -16,6 +16,7 @@ exactly what it saw before.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 from little_loops.fsm.engine.head_memory import HeadMemory
@@ -34,6 +35,7 @@ __all__ = [
     "fill_head_fields",
     "fragment_parameters",
     "injected_context",
+    "seeded_keys",
 ]
 
 DEFAULT_READINESS_THRESHOLD = 85
@@ -53,16 +55,25 @@ def injected_context(loop: HeadLoop, memory: HeadMemory) -> dict[str, Any]:
         values["max_iterations"] = loop.max_passes
     elif loop.max_iterations_written:  # written alone, it is the step cap
         values["max_iterations"] = loop.max_steps
-    values["readiness_threshold"] = _threshold(loop, "readiness", DEFAULT_READINESS_THRESHOLD)
-    values["outcome_threshold"] = _threshold(loop, "outcome", DEFAULT_OUTCOME_THRESHOLD)
     values["design_tokens_context"] = ""
     if memory.run_dir is not None:
         values["run_dir"] = memory.run_dir
-    given = loop.context.get("input")
+    values.update(seeded_keys(loop, loop.context))
+    return {key: value for key, value in values.items() if key not in loop.context}
+
+
+def seeded_keys(loop: HeadLoop, context: Mapping[str, Any]) -> dict[str, Any]:
+    """The two confidence thresholds and, when `context` has a text `input`, its
+    `input_hash`: what every HEAD run has, a sub-loop's too (§2.5, §4.2)."""
+    values: dict[str, Any] = {
+        "readiness_threshold": _threshold(loop, "readiness", DEFAULT_READINESS_THRESHOLD),
+        "outcome_threshold": _threshold(loop, "outcome", DEFAULT_OUTCOME_THRESHOLD),
+    }
+    given = context.get("input")
     if isinstance(given, str):
         digest = hashlib.sha256(given.encode("utf-8")).hexdigest()
         values["input_hash"] = digest[:_INPUT_HASH_LENGTH]
-    return {key: value for key, value in values.items() if key not in loop.context}
+    return values
 
 
 def _threshold(loop: HeadLoop, kind: str, default: int) -> Any:

@@ -53,6 +53,7 @@ from little_loops.fsm.engine.run_events import ignore_event
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
+from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
 from little_loops.fsm.process.clock import SYSTEM_CLOCK
 from little_loops.fsm.process.path_fingerprint import paths_fingerprint
 from little_loops.fsm.process.runner import DefaultActionRunner
@@ -118,6 +119,7 @@ class FSMExecutor:
         checkpointer: Checkpointer | None = None,
         clock: Clock | None = None,
         env: Mapping[str, str] | None = None,
+        choices: RunChoices = NO_CHOICES,
     ) -> None:
         self.fsm = fsm
         self.event_callback: EventCallback = event_callback or ignore_event
@@ -135,6 +137,8 @@ class FSMExecutor:
         # Additions: the clocks and the environment (`${env.X}`; None: the process's).
         self.clock: Clock = clock or SYSTEM_CLOCK
         self.env = env
+        # The run's `--no-llm`/`--llm-model` (already in `fsm.llm`), for its sub-loops.
+        self.choices = choices
         self.cursor = RunCursor(fsm.initial)
         self.handoff_result: HandoffResult | None = None
         self._shutdown_requested = False
@@ -203,6 +207,7 @@ class FSMExecutor:
             log_dir=self.log_dir,
             checkpoints=self.checkpointer is not None,
             stop_requested=self._stop_requested,
+            choices=self.choices,
         )
 
     def _stop_requested(self) -> bool:

@@ -50,6 +50,7 @@ from little_loops.fsm.engine.sub_loop_record import (
 )
 from little_loops.fsm.interpolation import InterpolationError, interpolate
 from little_loops.fsm.model.head_loop import HeadStateConfig
+from little_loops.fsm.model.run_choices import RunChoices
 from little_loops.fsm.process.output_files import action_log_name
 from little_loops.fsm.schema import FSMLoop
 
@@ -85,6 +86,7 @@ class ParentCore(Protocol):
     cursor: RunCursor
     guards: RunGuards
     sub_loop_frame: SubLoopFrame | None
+    choices: RunChoices
 
     @property
     def event_callback(self) -> EventCallback: ...
@@ -219,7 +221,13 @@ class _ChildRun:
             run_budget=self.core.fsm.max_cost_usd,
             run_spent=self.sc.cursor.spending.cost_usd,
         )
-        fsm = dataclasses.replace(self.loop, context=context, timeout=timeout, max_cost_usd=budget)
+        fsm = dataclasses.replace(
+            self.loop,
+            context=context,
+            timeout=timeout,
+            max_cost_usd=budget,
+            llm=self.core.choices.applied_to(self.loop.llm),  # §4.6: the run's LLM choices
+        )
         guards = RunGuards(fsm)
         guards.loops_dir = self.core.guards.loops_dir
         if saved is None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from little_loops.fsm.errors import LoopFileError
-from little_loops.fsm.loading.inheritance import deep_merge
+from little_loops.fsm.loading.mapping_merge import deep_merge
 from little_loops.fsm.loading.value_checks import describe_value
 from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from little_loops.fsm.errors import LoopFileError
 from little_loops.fsm.loading.bindings import binding_errors
+from little_loops.fsm.loading.mapping_merge import deep_merge
 from little_loops.fsm.loading.value_checks import join_path
 from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
 from little_loops.fsm.model.head_parts import ParameterSpec
@@ -62,17 +63,6 @@ def fragment_namespace(data: dict[str, Any], path: Path, read_yaml: ReadYaml) ->
     return namespace
 
 
-def merge_over_fragment(base: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
-    """`state` over `base`: maps merge at every depth, anything else replaces."""
-    merged = dict(base)
-    for key, value in state.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = merge_over_fragment(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
 def expand_fragments(
     data: dict[str, Any], path: Path, read_yaml: ReadYaml
 ) -> tuple[dict[str, Any], list[ValidationError]]:
@@ -112,7 +102,7 @@ def _expanded_state(
     base = {
         key: value for key, value in fragment.items() if key not in ("description", "parameters")
     }
-    merged = merge_over_fragment(base, state)
+    merged = deep_merge(base, state, none_removes=False)
     merged["fragment"] = fragment_name
     parameters = fragment.get("parameters")
     if parameters is not None:

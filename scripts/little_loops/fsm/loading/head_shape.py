@@ -28,6 +28,7 @@ from little_loops.fsm.loading.shape import (
     LEGACY_LOOP_CHECKS,
     LEGACY_STATE_CHECKS,
     check_legacy_route,
+    check_states,
 )
 from little_loops.fsm.loading.value_checks import (
     FieldCheck,
@@ -283,19 +284,7 @@ def check_head_state(value: Any, path: str) -> list[ValidationError]:
 
 
 def _check_states(value: Any, path: str) -> list[ValidationError]:
-    if not isinstance(value, dict):
-        message = f"must be a mapping of state names to states, got {describe_value(value)}"
-        return [ValidationError(message, path)]
-    if not value:
-        return [ValidationError("must define at least one state", path)]
-    errors: list[ValidationError] = []
-    for name, state in value.items():
-        if isinstance(name, str):
-            errors.extend(check_head_state(state, join_path(path, name)))
-        else:
-            message = f"state names must be strings, got {describe_value(name)}"
-            errors.append(ValidationError(message, path))
-    return errors
+    return check_states(value, path, check_head_state)
 
 
 def check_fragment_definition(value: dict[Any, Any], path: str) -> list[ValidationError]:

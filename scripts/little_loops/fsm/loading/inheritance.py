@@ -19,21 +19,9 @@ from typing import Any
 
 from little_loops.fsm.errors import LoopFileError
 from little_loops.fsm.loading.loop_refs import resolve_loop_ref
+from little_loops.fsm.loading.mapping_merge import deep_merge
 
 ReadMapping = Callable[[Path], dict[str, Any]]
-
-
-def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """`over` merged over `base`: maps merge, anything else replaces, None removes."""
-    merged = dict(base)
-    for key, value in over.items():
-        if value is None:
-            merged.pop(key, None)
-        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def resolve_inheritance(

@@ -124,12 +124,17 @@ _RATE_LIMIT_CHECKS: dict[str, FieldCheck] = {
 
 
 def _check_states(value: Any, path: str) -> list[ValidationError]:
+    return check_states(value, path, mapping_of(_STATE_CHECKS))
+
+
+def check_states(value: Any, path: str, check_state: FieldCheck) -> list[ValidationError]:
+    """`states:`: a non-empty mapping of string names, each state checked by `check_state`
+    (the legacy checks here, HEAD's in `head_shape`)."""
     if not isinstance(value, dict):
         message = f"must be a mapping of state names to states, got {describe_value(value)}"
         return [ValidationError(message, path)]
     if not value:
         return [ValidationError("must define at least one state", path)]
-    check_state = mapping_of(_STATE_CHECKS)
     errors: list[ValidationError] = []
     for name, state in value.items():
         if isinstance(name, str):

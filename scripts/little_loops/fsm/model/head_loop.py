@@ -24,6 +24,7 @@ from little_loops.fsm.model.head_parts import (
     DIALECT_HEAD,
     FAILURE_TERMINAL_NAMES,
     HEAD_DEFAULT_INPUT_KEY,
+    HEAD_DEFAULT_LLM_TIMEOUT,
     NON_VERDICT_ON_KEYS,
     CircuitConfig,
     ParameterSpec,
@@ -31,6 +32,7 @@ from little_loops.fsm.model.head_parts import (
     parameters_from_dict,
     parameters_to_dict,
 )
+from little_loops.fsm.model.loop_vocabulary import HEAD_EVALUATE_FIELDS
 from little_loops.fsm.schema import (
     DEFAULT_MAX_CONTINUATIONS,
     DEFAULT_MAX_ITERATIONS,
@@ -69,18 +71,6 @@ def _put(out: dict[str, Any], key: str, value: Any) -> None:
 # evaluate
 # ---------------------------------------------------------------------------------------
 
-_EVALUATE_KEYS = (
-    "error_patterns",
-    "key",
-    "line",
-    "scope",
-    "max_stall",
-    "history_file",
-    "epsilon",
-    "track",
-    "max_repeat",
-)
-
 
 @dataclass
 class HeadEvaluateConfig(EvaluateConfig):
@@ -103,14 +93,14 @@ class HeadEvaluateConfig(EvaluateConfig):
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
-        for key in _EVALUATE_KEYS:
+        for key in HEAD_EVALUATE_FIELDS:
             _put(out, key, getattr(self, key))
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HeadEvaluateConfig:
         legacy = EvaluateConfig.from_dict(data)
-        head: dict[str, Any] = {key: data.get(key) for key in _EVALUATE_KEYS}
+        head: dict[str, Any] = {key: data.get(key) for key in HEAD_EVALUATE_FIELDS}
         return cls(**vars(legacy), **head)
 
 
@@ -265,18 +255,25 @@ def _head_state_fields(data: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class HeadLLMConfig(LLMConfig):
-    """`llm:` of a HEAD loop: the legacy keys plus `effort` (shown only, no flag)."""
+    """`llm:` of a HEAD loop: the legacy keys plus `effort` (shown only, no flag), and
+    HEAD's `timeout` default (§2.1); `model` keeps ours (see `HEAD_DEFAULT_LLM_TIMEOUT`)."""
 
+    timeout: int = HEAD_DEFAULT_LLM_TIMEOUT
     effort: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
+        out.pop("timeout", None)  # written against HEAD's default, not the legacy one
+        if self.timeout != HEAD_DEFAULT_LLM_TIMEOUT:
+            out["timeout"] = self.timeout
         _put(out, "effort", self.effort)
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HeadLLMConfig:
-        return cls(**vars(LLMConfig.from_dict(data)), effort=data.get("effort"))
+        legacy = vars(LLMConfig.from_dict(data))
+        legacy["timeout"] = data.get("timeout", HEAD_DEFAULT_LLM_TIMEOUT)
+        return cls(**legacy, effort=data.get("effort"))
 
 
 # ---------------------------------------------------------------------------------------

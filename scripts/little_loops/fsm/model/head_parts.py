@@ -25,6 +25,10 @@ FAILURE_TERMINAL_NAMES = frozenset({"failed", "error", "aborted", "finalize_abor
 HEAD_DEFAULT_MAX_STEPS = 50
 HEAD_DEFAULT_MAX_EDGE_REVISITS = 100
 HEAD_DEFAULT_INPUT_KEY = "input"
+# §2.1 `llm` row: a HEAD file's judge waits up to 30 minutes unless it writes `timeout`.
+# (HEAD's default `model: sonnet` is a Claude Code alias, not an Anthropic API model id,
+# and our judge calls the API: a HEAD file keeps our default model, `DEFAULT_LLM_MODEL`.)
+HEAD_DEFAULT_LLM_TIMEOUT = 1800
 HEAD_VISIBILITIES = ("public", "internal", "example")
 HEAD_SESSION_MODES = ("fresh", "continue")
 PARAMETER_TYPES = ("string", "integer", "number", "boolean", "enum", "path")

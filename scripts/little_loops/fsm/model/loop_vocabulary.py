@@ -270,7 +270,8 @@ HEAD_STATE_KEYS = (
     "output",
     "with_",
 )
-HEAD_EVALUATE_KEYS = (
+# HEAD's evaluate keys that `HeadEvaluateConfig` keeps, each in a field of its name.
+HEAD_EVALUATE_FIELDS = (
     "error_patterns",
     "key",
     "line",
@@ -280,6 +281,10 @@ HEAD_EVALUATE_KEYS = (
     "epsilon",
     "track",
     "max_repeat",
+)
+HEAD_EVALUATE_KEYS = (
+    *HEAD_EVALUATE_FIELDS,
+    # Read only by little-loops' comparator and contract judges: accepted, warned once.
     "baseline_path",
     "auto_promote",
     "min_pairs",

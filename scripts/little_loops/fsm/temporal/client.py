@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,8 @@ FOLLOW_POLL_SECONDS = 0.2
 QUEUE_POLL_SECONDS = 2.0
 """How often a run queued behind another's scope (`--queue`) asks the registry again."""
 QUERY_RETRIES = 20
+ENDED_QUERY_TIMEOUT = timedelta(seconds=5)
+"""How long a follower of an ended run waits for a worker to give the events it missed."""
 _ENV_REFERENCE = re.compile(r"\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\}")
 _OPEN = WorkflowExecutionStatus.RUNNING
 _CONTINUED = WorkflowExecutionStatus.CONTINUED_AS_NEW
@@ -340,10 +343,13 @@ class LoopRuns:
         """
         handle = self.handle(loop_name)
         tell = _once(on_wait)
+        # Over already: its result needs no worker, and a worker the server still lists
+        # after it stopped would leave every query to time out first.
+        ended = await self._ended(loop_name)
+        if ended is not None:
+            await self._deliver_missed(handle, since, ended, on_event)
+            return ended
         if not await self.workflow_worker_polls():
-            ended = await self._ended(loop_name)  # over already: its result needs no worker
-            if ended is not None:
-                return ended
             await wait_for_workflow_worker(
                 self.client, self.task_queue, on_wait=tell, stopping=stopping
             )
@@ -412,11 +418,29 @@ class LoopRuns:
             )
         return outcome
 
+    async def _deliver_missed(
+        self,
+        handle: WorkflowHandle[Any, Any],
+        since: int,
+        ended: RunOutcome,
+        on_event: Callable[[dict[str, Any]], None],
+    ) -> None:
+        """The events of an ended run from number `since`, when a worker answers for them
+        at once; without them otherwise (the outcome says how the run ended)."""
+        if since >= ended.carry.event_offset or not await self.workflow_worker_polls():
+            return
+        with contextlib.suppress(RPCError):
+            await self._deliver(handle, since, on_event, rpc_timeout=ENDED_QUERY_TIMEOUT)
+
     @staticmethod
     async def _deliver(
-        handle: WorkflowHandle[Any, Any], since: int, on_event: Callable[[dict[str, Any]], None]
+        handle: WorkflowHandle[Any, Any],
+        since: int,
+        on_event: Callable[[dict[str, Any]], None],
+        *,
+        rpc_timeout: timedelta | None = None,
     ) -> int:
-        page = await handle.query(LoopWorkflow.events, since)
+        page = await handle.query(LoopWorkflow.events, since, rpc_timeout=rpc_timeout)
         for event in page.events:
             on_event(event)
         return page.first + len(page.events)

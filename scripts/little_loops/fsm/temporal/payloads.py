@@ -15,6 +15,7 @@ from little_loops.fsm.engine.context import RunCursor
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.spending import RunSpending
+from little_loops.fsm.model.run_choices import RunChoices
 from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.signal_detector import DetectedSignal
 
@@ -106,6 +107,8 @@ class RunInput:
     scope_registry: str | None = None
     # The dialect `loop` was read in (`FSMLoop.dialect`): a HEAD loop is built again as one.
     dialect: str = "legacy"
+    # `--no-llm`/`--llm-model` (already in `loop`), applied to the run's sub-loops (§4.6).
+    choices: RunChoices = field(default_factory=RunChoices)
 
 
 @dataclass

@@ -238,6 +238,7 @@ class LoopWorkflow:
             checkpoints=fsm.checkpoint == "git",
             stop_requested=self._rollover_due,
             revised=self._revised,
+            choices=run.choices,
         )
         self._core = core
         return core
