@@ -738,7 +738,7 @@ def test_4_8_dry_run_shows_the_sub_loop_without_loading_it(project: Path) -> Non
         check=False,
     )
     assert shown.returncode == 0, shown.stderr
-    assert "  [go]\n    [sub-loop: ${context.kind}/child]\n    on_success -> done\n" in shown.stdout
+    assert "  [go]\n    [sub-loop: ${context.kind}/child]\n    on_yes -> done\n" in shown.stdout
 
 
 def test_7_6_rate_limit_memory_is_shared_with_the_child(
