@@ -349,3 +349,37 @@ states:
     resumed = run_cli(tmp_path, "resume", "counted", "-v")
     assert resumed.returncode == 0, resumed.stderr
     assert "| n=7\n" in resumed.stdout
+
+
+NEEDS_TOPIC = """\
+name: needs
+description: Needs a topic.
+initial: s
+input_key: topic
+required_inputs: [topic]
+states:
+  s: {action: "echo ${context.topic}", next: done}
+  done: {terminal: true}
+"""
+
+
+def test_resume_says_the_state_file_is_damaged_before_asking_for_inputs(tmp_path: Path) -> None:
+    """A resume whose state file cannot be used, or is missing, says so; it does not ask
+    for a required input the run's own file would have given."""
+    write_loop(tmp_path, "needs", NEEDS_TOPIC)
+    assert run_cli(tmp_path, "run", "needs", "hello").returncode == 0
+    state_file = tmp_path / ".loops/.running/needs.state.json"
+    state = json.loads(state_file.read_text())
+    state_file.write_text(json.dumps({**state, "status": "interrupted", "head": [1]}))
+
+    damaged = run_cli(tmp_path, "resume", "needs")
+
+    assert damaged.returncode == 1
+    assert "damaged state file: 'head' must be an object or null, got an array" in damaged.stderr
+    assert "requires input" not in damaged.stderr
+    state_file.unlink()
+    missing = run_cli(tmp_path, "resume", "needs")
+    assert (missing.returncode, missing.stderr.split("] ", 1)[-1]) == (
+        1,
+        "Nothing to resume for: needs\n",
+    )

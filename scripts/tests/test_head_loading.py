@@ -473,3 +473,16 @@ def test_section_2_5_head_namespaces_and_run_time_context(tmp_path: Path) -> Non
         "states.a.action: ${nope.x}: unknown namespace 'nope' (known: context, captured, prev, "
         "result, state, loop, env, handoff, param, messages)"
     ]
+
+
+def test_an_unknown_state_key_names_on_verdict_not_the_files_own_routes() -> None:
+    """Any `on_<verdict>` is a route in a HEAD state, so the allowed keys end with
+    `on_<verdict>`; a typo'd route the file wrote (`on_yess`) is not listed as allowed."""
+    state = {"action": "true", "on_yess": "done", "max_retrys": 2}
+    data = {"name": "x", "description": "d", "initial": "s", "states": {"s": state}}
+
+    (error,) = check_head_mapping(data)
+
+    assert error.path == "states.s.max_retrys"
+    assert error.message.endswith(", description, output, with_, on_<verdict>)")
+    assert "on_yess" not in error.message

@@ -204,8 +204,11 @@ def resume_command(
     saved_context = saved_context_overrides(loop_arg)
     path, fsm = load_resolved(loop_arg, context_overrides=saved_context)
     apply_overrides(fsm, options)
-    apply_run_inputs(fsm, positional=None, given=saved_context)  # HEAD: parameters again
     persistence = StatePersistence(fsm.name, LOOPS_DIR)
+    # A damaged or missing state file is what to say first (load_state_checked raises for
+    # the first); only a run that can be resumed has its HEAD inputs checked again.
+    if from_history or persistence.load_state_checked() is not None:
+        apply_run_inputs(fsm, positional=None, given=saved_context)  # HEAD: parameters again
     if background:
         if not from_history:  # else the run to resume is still in .loops/.history/
             if persistence.load_state_checked() is None:

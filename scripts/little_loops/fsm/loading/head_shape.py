@@ -277,7 +277,9 @@ def check_head_state(value: Any, path: str) -> list[ValidationError]:
         for key in value
         if isinstance(key, str) and key.startswith("on_") and key not in HEAD_STATE_CHECKS
     }
-    errors = check_fields(value, path, {**HEAD_STATE_CHECKS, **routes})
+    # The message lists the state keys and `on_<verdict>`, not this file's own routes.
+    allowed = ", ".join([*HEAD_STATE_CHECKS, "on_<verdict>"])
+    errors = check_fields(value, path, {**HEAD_STATE_CHECKS, **routes}, allowed_text=allowed)
     if not any(error.severity is ValidationSeverity.ERROR for error in errors):
         errors.extend(check_state_rules(value, path))
     return errors

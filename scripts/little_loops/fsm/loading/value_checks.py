@@ -190,13 +190,16 @@ def check_fields(
     path: str | None,
     checks: dict[str, FieldCheck],
     required: tuple[str, ...] = (),
+    *,
+    allowed_text: str | None = None,
 ) -> list[ValidationError]:
-    """Run the check of every key; unknown keys and missing required keys are errors."""
+    """Run the check of every key; unknown keys and missing required keys are errors.
+    `allowed_text` names the allowed keys in the message (default: the checked keys)."""
     errors: list[ValidationError] = []
     for key, value in data.items():
         check = checks.get(key) if isinstance(key, str) else None
         if check is None:
-            allowed = ", ".join(checks)
+            allowed = allowed_text if allowed_text is not None else ", ".join(checks)
             message = f"unknown key {describe_value(key)} (allowed: {allowed})"
             errors.append(ValidationError(message, join_path(path, key)))
         else:
