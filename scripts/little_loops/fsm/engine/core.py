@@ -398,15 +398,9 @@ class RunCore:
             ending = self._end_after_action(step)
             if ending is not None:
                 return ending
-            if isinstance(state, HeadStateConfig):
-                throttled = count_action_run(
-                    self.cursor.head, self.cursor.current_state, state, self._emit
-                )
-                if throttled is not None:
-                    return self._head_detour(sc, throttled, ctx)
-                auth = auth_failure_route(state, step)
-                if auth is not None and self._revised(HEAD_RATE_LIMITS):  # §7.6: to on_error
-                    return self._head_detour(sc, auth, ctx)
+            detour = self._head_after_action(state, step)
+            if detour is not None:
+                return self._head_detour(sc, detour, ctx)
         judgement = None
         if needs_judgement(state, step) and judging_needs_host_io(state, step, self.fsm.llm):
             judgement = yield EvaluateWithIO(state, ctx, step, self.fsm.llm)
@@ -429,6 +423,17 @@ class RunCore:
             if tripped is not None:
                 return self._head_detour(sc, tripped, ctx)
         return route_after_step(sc, state, ctx, step)
+
+    def _head_after_action(self, state: StateConfig, step: Step) -> Ending | HeadRoute | None:
+        """HEAD §7.5 and §7.6 after a state's action: the throttle's count, and an
+        authentication failure straight to `on_error`; None: judge and route as usual."""
+        if not isinstance(state, HeadStateConfig):
+            return None
+        throttled = count_action_run(self.cursor.head, self.cursor.current_state, state, self._emit)
+        if throttled is not None:
+            return throttled
+        auth = auth_failure_route(state, step)
+        return auth if auth is not None and self._revised(HEAD_RATE_LIMITS) else None
 
     def _head_detour(
         self, sc: StepContext, detour: Ending | HeadRoute, ctx: InterpolationContext
