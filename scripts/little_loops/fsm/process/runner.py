@@ -34,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from little_loops.fsm.model.action_result import ActionResult as ActionResult
+from little_loops.fsm.model.slash_commands import is_slash_command as is_slash_command
 from little_loops.fsm.process import reference_seams
 from little_loops.fsm.process.background_groups import BackgroundGroups, group_exists
 from little_loops.fsm.process.claude_refusal import CLAUDE_NOT_FOUND as CLAUDE_NOT_FOUND
@@ -76,17 +77,6 @@ CANCELLED_EXIT_CODE = 130
 
 CLAUDE_BIN_ENV = "LL_CLAUDE_BIN"
 CANCELLED_MESSAGE = "Action cancelled"
-
-
-def is_slash_command(action: str) -> bool:
-    """True when `action` starts with `/` and its first word has no other `/`.
-
-    So `/ll:check_code types` is a slash command and `/usr/bin/env make` is a shell command.
-    """
-    if not action.startswith("/"):
-        return False
-    first_word = action.split(maxsplit=1)[0]
-    return "/" not in first_word[1:]
 
 
 def _open_pidfd(pid: int) -> int | None:
