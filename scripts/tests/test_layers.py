@@ -5,16 +5,21 @@
 Every import of every module is read with `ast` (top-level, `if TYPE_CHECKING:` and
 function-level imports alike) and the test asserts: a module imports only from its own
 layer or below; no internal module imports a face; the modules import each other without
-a cycle. Alias modules (old paths whose body swaps itself for the new module in
-`sys.modules`) are not modules of their own and are skipped. The checker also runs on a
-small synthetic package with planted violations, so it is known to catch them.
+a cycle. No module is skipped: the graph's modules are exactly the `.py` files on disk
+(an alias module, whose body swaps itself for another in `sys.modules`, is checked like
+any other). The run core (`engine/` but its drivers) does no I/O of its own, and imports
+from `process/` only what the table below allows. Every checker also runs on a small
+synthetic package with a planted violation of each rule, so it is known to catch them.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 import little_loops.fsm
 
@@ -77,11 +82,6 @@ def layer_of(name: str, package: str) -> str | None:
     return TOP_LEVEL.get(parts[0]) if len(parts) == 1 else None
 
 
-def is_alias(tree: ast.Module) -> bool:
-    """An alias module: its body replaces itself in `sys.modules` with the new module."""
-    return "sys.modules[__name__]" in ast.unparse(tree)
-
-
 def imported_modules(
     tree: ast.Module, name: str, is_package: bool, known: set[str]
 ) -> Iterator[str]:
@@ -106,7 +106,7 @@ def _absolute(node: ast.ImportFrom, name: str, is_package: bool) -> str:
 
 
 def import_graph(root: Path, package: str) -> dict[str, set[str]]:
-    """Module -> the package modules (and cli modules) it imports; aliases skipped."""
+    """Module -> the package modules (and cli modules) it imports, for every module."""
     trees: dict[str, tuple[ast.Module, bool]] = {}
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -115,8 +115,6 @@ def import_graph(root: Path, package: str) -> dict[str, set[str]]:
     top = package.rsplit(".", 1)[0]
     graph: dict[str, set[str]] = {}
     for name, (tree, is_package) in trees.items():
-        if is_alias(tree):
-            continue
         graph[name] = {
             target
             for target in imported_modules(tree, name, is_package, known)
@@ -248,7 +246,7 @@ def test_a_clean_synthetic_package_passes(tmp_path: Path) -> None:
             "engine/__init__.py": "",
             "engine/steps.py": "from little_loops.fsm.schema import X\n",
             "executor.py": "from little_loops.fsm.engine import steps\n",
-            "runner.py": "import importlib, sys\n"
+            "persistence.py": "import importlib, sys\n"
             "sys.modules[__name__] = importlib.import_module('little_loops.fsm.store.x')\n",
         },
     )
@@ -353,3 +351,255 @@ def test_the_engine_gets_its_clock_and_environment_injected() -> None:
 def test_a_host_clock_read_is_caught() -> None:
     source = "import time\nfrom os import environ\ndef f():\n    return time.monotonic()\n"
     assert host_reads(source) == ["time.monotonic", "os.environ"]
+
+
+# -- no module is skipped ----------------------------------------------------------------
+
+
+def modules_on_disk(root: Path, package: str) -> set[str]:
+    """The dotted names of the `.py` files under `root`, found by walking its folders
+    (apart from `import_graph`'s own listing, which must cover every one of them)."""
+    return {
+        module_name(Path(folder) / file, root, package)
+        for folder, _, files in os.walk(root)
+        for file in files
+        if file.endswith(".py")
+    }
+
+
+def test_the_graph_holds_exactly_the_modules_on_disk() -> None:
+    """Issue 22 item 5: no module skipped (`evaluators.py` was, as a supposed alias)."""
+    graph = import_graph(FSM_DIR, "little_loops.fsm")
+    assert set(graph) == modules_on_disk(FSM_DIR, "little_loops.fsm")
+    assert "little_loops.fsm.judging.head_evaluate" in graph["little_loops.fsm.evaluators"]
+    whole = FSM_DIR.parent
+    assert set(import_graph(whole, "little_loops")) == modules_on_disk(whole, "little_loops")
+
+
+def test_an_alias_module_is_checked_like_any_other(tmp_path: Path) -> None:
+    """An old path that swaps itself for the new module still imports what it imports."""
+    fsm = _package(
+        tmp_path,
+        {
+            "engine/__init__.py": "",
+            "engine/steps.py": "",
+            "process/__init__.py": "",
+            "process/old_steps.py": "import sys\nfrom little_loops.fsm.engine import steps\n"
+            "sys.modules[__name__] = steps\n",
+        },
+    )
+    assert set(import_graph(fsm, "little_loops.fsm")) == modules_on_disk(fsm, "little_loops.fsm")
+    assert layer_violations(fsm, "little_loops.fsm") == [
+        "little_loops.fsm.process.old_steps (process): imports little_loops.fsm.engine.steps"
+        " (engine), a higher layer"
+    ]
+
+
+# -- the run core does no I/O ------------------------------------------------------------
+
+# The drivers of the run core: they serve its requests (run an action, load a child's
+# file, add a worktree), so they do I/O and may use any of process/.
+ENGINE_DRIVERS = ("engine.run_loop", "engine.child_loader", "engine.child_worktree")
+
+# Modules whose only use is I/O (`os` too: the core needs none of it, not even `os.path`,
+# since its paths are `pathlib` values it hands to the driver). Any alias counts.
+IO_MODULES = frozenset(
+    {"os", "time", "subprocess", "io", "shutil", "socket", "tempfile", "importlib", "builtins"}
+)
+# Builtins that reach the host: `open`, and `__import__` (a way round the import check).
+IO_BUILTINS = frozenset({"open", "__import__"})
+# The clock reads of `datetime.datetime` and `datetime.date`.
+CLOCK_READS = frozenset({"now", "utcnow", "today"})
+# `pathlib.Path` methods that touch the file system (the core only joins and names paths).
+PATH_IO = frozenset(
+    {"open", "read_text", "read_bytes", "write_text", "write_bytes", "exists", "is_file",
+     "is_dir", "mkdir", "unlink", "rmdir", "iterdir", "glob", "rglob", "stat", "touch"}
+)  # fmt: skip
+
+
+def core_io(source: str) -> list[str]:
+    """Every I/O in `source` that the run core may not do, one `line N: what` each."""
+    tree = ast.parse(source)
+    datetime_names = _datetime_names(tree)
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        found.extend(_io_imports(node))
+        found.extend(_io_uses(node, datetime_names))
+    return [f"line {line}: {what}" for line, what in sorted(found)]
+
+
+def _io_imports(node: ast.AST) -> list[tuple[int, str]]:
+    if isinstance(node, ast.Import):
+        return [
+            (node.lineno, f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else ""))
+            for alias in node.names
+            if _is_io_module(alias.name)
+        ]
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and _is_io_module(node.module):
+        names = ", ".join(alias.name for alias in node.names)
+        return [(node.lineno, f"from {node.module} import {names}")]
+    return []
+
+
+def _is_io_module(name: str | None) -> bool:
+    return name is not None and name.split(".")[0] in IO_MODULES
+
+
+def _datetime_names(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """The names bound to the `datetime` module, and to its `datetime`/`date` classes."""
+    modules: set[str] = set()
+    classes: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.asname or a.name for a in node.names if a.name == "datetime"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "datetime":
+            classes |= {a.asname or a.name for a in node.names if a.name in ("datetime", "date")}
+    return modules, classes
+
+
+def _io_uses(node: ast.AST, datetime_names: tuple[set[str], set[str]]) -> list[tuple[int, str]]:
+    if isinstance(node, ast.Name) and node.id in IO_BUILTINS:
+        return [(node.lineno, f"builtin {node.id}")]
+    if not isinstance(node, ast.Attribute):
+        return []
+    modules, classes = datetime_names
+    value = node.value
+    clock_class = (isinstance(value, ast.Name) and value.id in classes) or (
+        isinstance(value, ast.Attribute)
+        and value.attr in ("datetime", "date")
+        and isinstance(value.value, ast.Name)
+        and value.value.id in modules
+    )
+    if node.attr in CLOCK_READS and clock_class:
+        return [(node.lineno, f"{ast.unparse(node)} (the clock)")]
+    if node.attr in PATH_IO:
+        return [(node.lineno, f".{node.attr} (the file system)")]
+    return []
+
+
+def core_io_by_module(root: Path, package: str) -> dict[str, list[str]]:
+    """`core_io` of every engine module but the drivers (only those with findings)."""
+    drivers = {f"{package}.{name}" for name in ENGINE_DRIVERS}
+    found = {
+        module_name(path, root, package): core_io(path.read_text(encoding="utf-8"))
+        for path in sorted((root / "engine").rglob("*.py"))
+    }
+    return {name: io for name, io in found.items() if io and name not in drivers}
+
+
+def test_the_run_core_does_no_io() -> None:
+    """Issue 22 item 5; docs/architecture.md: the run core (engine/ but its drivers) asks
+    its driver for every I/O through a request."""
+    assert core_io_by_module(FSM_DIR, "little_loops.fsm") == {}
+
+
+PLANTED_IO = {
+    "clock under an alias": (
+        "from datetime import datetime as dt, UTC\nimport datetime as d\n"
+        "a = dt.now(UTC)\nb = d.datetime.utcnow()\nc = d.date.today()\n"
+        "e = dt.fromtimestamp(0, UTC)\n",
+        [
+            "line 3: dt.now (the clock)",
+            "line 4: d.datetime.utcnow (the clock)",
+            "line 5: d.date.today (the clock)",
+        ],
+    ),
+    "time under any alias": (
+        "import time as t\nfrom time import monotonic\ndef f():\n    import time\n",
+        ["line 1: import time as t", "line 2: from time import monotonic", "line 4: import time"],
+    ),
+    "subprocess": (
+        "import subprocess\nfrom subprocess import run as go\n",
+        ["line 1: import subprocess", "line 2: from subprocess import run"],
+    ),
+    "builtin open": (
+        "def f(p):\n    with open(p) as f:\n        return f.read()\nreader = __import__\n",
+        ["line 2: builtin open", "line 4: builtin __import__"],
+    ),
+    "os": (
+        "import os.path\nfrom os import environ\nimport os as o\n",
+        ["line 1: import os.path", "line 2: from os import environ", "line 3: import os as o"],
+    ),
+    "the file system through a path": (
+        "from pathlib import Path\nname = Path('a') / 'b'\ntext = name.read_text()\n",
+        ["line 3: .read_text (the file system)"],
+    ),
+}
+
+
+@pytest.mark.parametrize("planted", sorted(PLANTED_IO))
+def test_a_planted_io_in_the_core_is_caught(planted: str) -> None:
+    source, expected = PLANTED_IO[planted]
+    assert core_io(source) == expected
+
+
+def test_the_drivers_may_do_io_and_the_core_may_not(tmp_path: Path) -> None:
+    fsm = _package(
+        tmp_path,
+        {
+            "engine/__init__.py": "",
+            "engine/run_loop.py": "import subprocess\n",
+            "engine/steps.py": "import json\nfrom time import sleep as nap\n",
+        },
+    )
+    assert core_io_by_module(fsm, "little_loops.fsm") == {
+        "little_loops.fsm.engine.steps": ["line 2: from time import sleep"]
+    }
+
+
+# -- the run core imports only records from process/ -------------------------------------
+
+# What the run core (engine/ but its drivers) may import from process/, and why. The
+# records it reads (`ActionResult`, `ClaudeRun`, `CheckpointResult`, `LimitHit`) and the
+# pure names it uses (`is_slash_command`, log names) live in model/. Left: two pure
+# readers of claude's words (no I/O), which belong to the host adapter: once it hands the
+# core a classified ending on `ActionResult`, this table is empty.
+CORE_PROCESS_IMPORTS = {
+    "engine.limit_step": {"process.claude_limits"},  # classify_claude_result/shell_failure
+    "engine.head_auth": {"process.claude_refusal"},  # is_auth_failure
+}
+
+
+def core_process_imports(root: Path, package: str) -> list[str]:
+    """Every import of process/ by the run core that `CORE_PROCESS_IMPORTS` does not allow."""
+    drivers = {f"{package}.{name}" for name in ENGINE_DRIVERS}
+    process = f"{package}.process"
+    problems: list[str] = []
+    for name, targets in sorted(import_graph(root, package).items()):
+        if not name.startswith(f"{package}.engine") or name in drivers:
+            continue
+        allowed = CORE_PROCESS_IMPORTS.get(name.removeprefix(f"{package}."), set())
+        problems.extend(
+            f"{name}: the run core imports {target} (only records, from model/)"
+            for target in sorted(targets)
+            if (target == process or target.startswith(process + "."))
+            and target.removeprefix(f"{package}.") not in allowed
+        )
+    return problems
+
+
+def test_the_run_core_imports_only_records_from_below_the_process_layer() -> None:
+    """Issue 22 item 5: engine/ takes records from model/, not from process/."""
+    assert core_process_imports(FSM_DIR, "little_loops.fsm") == []
+
+
+def test_a_run_core_import_of_process_is_caught(tmp_path: Path) -> None:
+    fsm = _package(
+        tmp_path,
+        {
+            "engine/__init__.py": "",
+            "engine/run_loop.py": "from little_loops.fsm.process.runner import Runner\n",
+            "engine/steps.py": "from little_loops.fsm.process import runner\n"
+            "from little_loops.fsm.model.action_result import ActionResult\n",
+            "engine/limit_step.py": "from little_loops.fsm.process.claude_limits import f\n",
+            "model/__init__.py": "",
+            "model/action_result.py": "",
+            "process/__init__.py": "",
+            "process/runner.py": "",
+            "process/claude_limits.py": "",
+        },
+    )
+    assert core_process_imports(fsm, "little_loops.fsm") == [
+        "little_loops.fsm.engine.steps: the run core imports little_loops.fsm.process.runner"
+        " (only records, from model/)"
+    ]

@@ -31,9 +31,10 @@ from little_loops.fsm.engine.head_capture import head_capture
 from little_loops.fsm.engine.requests import RunAction
 from little_loops.fsm.engine.step_result import Step, error_step, log_key
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
+from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.model.head_loop import HeadStateConfig, is_head
-from little_loops.fsm.process.output_files import action_log_name, retry_log_path
-from little_loops.fsm.process.runner import ActionResult, is_slash_command
+from little_loops.fsm.model.log_names import action_log_name, retry_log_path
+from little_loops.fsm.model.slash_commands import is_slash_command
 from little_loops.fsm.schema import StateConfig
 from little_loops.fsm.signal_detector import DetectedSignal, SignalScan
 

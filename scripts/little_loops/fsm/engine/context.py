@@ -21,9 +21,9 @@ from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.handoff_handler import HandoffHandler
 from little_loops.fsm.interpolation import InterpolationContext
+from little_loops.fsm.model.action_result import ActionResult
+from little_loops.fsm.model.checkpoint_result import CheckpointResult
 from little_loops.fsm.model.head_loop import HeadLoop
-from little_loops.fsm.process.checkpoint import CheckpointResult
-from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.signal_detector import DetectedSignal, SignalDetector
 

@@ -104,10 +104,10 @@ from little_loops.fsm.engine.sub_loop import SubLoopFrame, run_sub_loop
 from little_loops.fsm.engine.throttle import count_action_run, keep_visit_count
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext
+from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.model.head_loop import HeadLoop, HeadStateConfig
+from little_loops.fsm.model.limit_hit import LimitHit
 from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
-from little_loops.fsm.process.claude_limits import LimitHit
-from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import FSMLoop, StateConfig
 from little_loops.fsm.signal_detector import SignalDetector
 

@@ -24,8 +24,8 @@ from little_loops.fsm.engine.step_result import Step, full_output_log, log_key
 from little_loops.fsm.evaluators import evaluate, evaluate_exit_code, evaluate_llm_structured
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.judging.host_io import needs_host_io
+from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.model.head_loop import HeadStateConfig, is_head
-from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import LLMConfig, StateConfig
 
 __all__ = [

@@ -20,8 +20,8 @@ from typing import Any
 
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.interpolation import InterpolationContext, interpolate, interpolate_dict
+from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.model.head_loop import HeadLoop, HeadStateConfig
-from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import FSMLoop, StateConfig
 
 __all__ = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from little_loops.fsm.engine.step_result import Step, log_key
-from little_loops.fsm.process.runner import ActionResult
+from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.schema import StateConfig
 
 __all__ = ["failure_type", "head_capture", "note_head_evaluation", "timeout_kind"]

@@ -23,8 +23,8 @@ from little_loops.fsm.evaluators import EvaluationResult, evaluate
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.judging.head_evaluate import MEMORY_EVALUATORS, settle_stall
 from little_loops.fsm.judging.host_io import needs_host_io
+from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.model.head_loop import HeadEvaluateConfig, HeadStateConfig
-from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import LLMConfig
 
 __all__ = [

@@ -33,7 +33,7 @@ from little_loops.fsm.engine.limit_policy import (
 )
 from little_loops.fsm.model.durations import format_duration
 from little_loops.fsm.model.head_loop import HeadStateConfig
-from little_loops.fsm.process.claude_limits import LimitHit
+from little_loops.fsm.model.limit_hit import LimitHit
 from little_loops.fsm.schema import StateConfig
 
 __all__ = [

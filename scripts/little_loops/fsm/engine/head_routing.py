@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.model.head_parts import verdict_spellings
-from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.schema import CURRENT_STATE_TOKEN
 
 __all__ = [

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from little_loops.fsm.model.durations import format_duration
-from little_loops.fsm.process.claude_limits import LimitHit
+from little_loops.fsm.model.limit_hit import LimitHit
 from little_loops.fsm.schema import RateLimitConfig
 
 __all__ = [

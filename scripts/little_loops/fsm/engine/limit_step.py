@@ -13,12 +13,12 @@ from typing import Any
 
 from little_loops.fsm.engine.context import StepContext, iso_time
 from little_loops.fsm.engine.limit_policy import LimitBackoff, LimitWait
+from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.process.claude_limits import (
     LimitHit,
     classify_claude_result,
     classify_shell_failure,
 )
-from little_loops.fsm.process.runner import ActionResult
 
 __all__ = [
     "CONTINUE_PROMPT",

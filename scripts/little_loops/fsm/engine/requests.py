@@ -99,8 +99,8 @@ class WaitUntil:
 @dataclass(frozen=True)
 class InspectWorkspace:
     """Fingerprint the project's files for the stall guard, on the host that has them;
-    submit `RunGuards.workspace_fingerprint()` there (a str, or None: nothing watched).
-    Asked only for an ending that can build a stall streak."""
+    submit `process.workspace.WorkspaceWatcher(...).fingerprint()` there (a str, or None:
+    nothing watched). Asked only for an ending that can build a stall streak."""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from little_loops.fsm.engine.step_result import ExecutionResult
-from little_loops.fsm.process.checkpoint import CheckpointResult
+from little_loops.fsm.model.checkpoint_result import CheckpointResult
 
 __all__ = [
     "EventCallbackError",

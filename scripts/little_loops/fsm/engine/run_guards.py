@@ -9,8 +9,9 @@ restores the records.
 
 Costs: with the guard off, nothing is hashed or looked at. With it on, an ending is
 hashed only when it can count or when another state's streak needs it, and the workspace
-(`workspace.WorkspaceWatcher`, a `git status` in a git work tree) is fingerprinted only for
-an ending that can build a streak, so a healthy run costs nothing.
+is fingerprinted only for an ending that can build a streak (`needs_workspace`: the core
+then asks its driver, `InspectWorkspace`, for a `git status` of the work tree), so a
+healthy run costs nothing. This module does no I/O.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from little_loops.fsm.engine.guards import (
     stall_message,
 )
 from little_loops.fsm.model.head_parts import DIALECT_HEAD
-from little_loops.fsm.process.workspace import WorkspaceWatcher
 from little_loops.fsm.schema import FSMLoop, StateConfig
 
 __all__ = ["RunGuards", "Stall", "StepEnding", "visit_limit_message"]
@@ -67,13 +67,6 @@ class Stall:
     recover_to: str | None = None
 
 
-class _Ask:
-    """`note_ending` takes the workspace fingerprint itself (no value was given)."""
-
-
-ASK = _Ask()
-
-
 def ending_text(details: dict[str, Any]) -> str:
     """What a decision state "said": its evaluation details, in a stable order."""
     return json.dumps(details, sort_keys=True, default=str)
@@ -99,7 +92,6 @@ class RunGuards:
         # Where the loop's runtime folders are (left out of the workspace fingerprint);
         # persistence sets it to its own `loops_dir`.
         self.loops_dir: Path | None = None
-        self._workspace: WorkspaceWatcher | None = None
 
     def may_enter(self, name: str, state: StateConfig) -> bool:
         """False when `state` has used up its `max_visits`."""
@@ -120,12 +112,12 @@ class RunGuards:
         name: str,
         iteration: int,
         ending: StepEnding,
-        workspace: str | _Ask | None = ASK,
+        workspace: str | None = None,
     ) -> Stall | None:
         """Keep the errors of this ending; a `Stall` when the state is stalled.
 
         `workspace` is the work tree's fingerprint when `needs_workspace(ending)` (None:
-        nothing is watched); left out, it is taken here, from this process's directory.
+        nothing is watched), which the driver takes (`InspectWorkspace`).
         """
         self._keep_errors(name, iteration, ending)
         stall = self.stall
@@ -141,8 +133,6 @@ class RunGuards:
         output = _judged_output(ending)
         digest = fingerprint(output, verdict, payload)
         preview = first_lines(payload or output)
-        if isinstance(workspace, _Ask):
-            workspace = self.workspace_fingerprint()
         streak = stall.observe(name, verdict, digest, preview, workspace=workspace)
         if streak is None:
             return None
@@ -153,15 +143,6 @@ class RunGuards:
             return Stall(stall_message(name, streak))
         streak.recovered = True
         return Stall(stall_message(name, streak), self.on_stall)
-
-    def workspace_fingerprint(self) -> str | None:
-        """The work tree's fingerprint (`workspace.WorkspaceWatcher`): host I/O, for a
-        driver serving `InspectWorkspace` in this process's directory."""
-        if self._workspace is None:
-            self._workspace = WorkspaceWatcher(
-                loops_dir=self.loops_dir, progress_paths=self.progress_paths
-            )
-        return self._workspace.fingerprint()
 
     def _keep_errors(self, name: str, iteration: int, ending: StepEnding) -> None:
         if ending.verdict == "error":

@@ -57,6 +57,7 @@ from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
 from little_loops.fsm.process.clock import SYSTEM_CLOCK
 from little_loops.fsm.process.path_fingerprint import paths_fingerprint
 from little_loops.fsm.process.runner import DefaultActionRunner
+from little_loops.fsm.process.workspace import WorkspaceWatcher
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.signal_detector import DetectedSignal, SignalDetector
 
@@ -133,6 +134,7 @@ class FSMExecutor:
         # Additions: loop guards (stall streaks, visits, errors; restored on resume) and
         # `checkpoint: git` (None: no checkpoints).
         self.guards = RunGuards(fsm)
+        self._workspace: WorkspaceWatcher | None = None  # built on the first `InspectWorkspace`
         self.checkpointer = checkpointer
         # Additions: the clocks and the environment (`${env.X}`; None: the process's).
         self.clock: Clock = clock or SYSTEM_CLOCK
@@ -223,6 +225,16 @@ class FSMExecutor:
             self.handoff_result = request.ending.handoff_result
         return request.result
 
+    def _workspace_fingerprint(self) -> str | None:
+        """The work tree's fingerprint (`workspace.WorkspaceWatcher`, a `git status` in this
+        process's directory) for the stall guard; the watcher keeps the loop's runtime
+        folder (`guards.loops_dir`, set by persistence before the run) out of it."""
+        if self._workspace is None:
+            self._workspace = WorkspaceWatcher(
+                loops_dir=self.guards.loops_dir, progress_paths=self.guards.progress_paths
+            )
+        return self._workspace.fingerprint()
+
     def _wait_until(self, until: float) -> None:
         """Wait until the wall-clock time `until`, or a shutdown. Looked at again every
         `WALL_CLOCK_RECHECK_SECONDS`: a machine that slept through part of a long wait
@@ -282,7 +294,7 @@ class FSMExecutor:
                 request.state, request.iteration, reason=request.reason
             )
         if isinstance(request, InspectWorkspace):
-            return self.guards.workspace_fingerprint()
+            return self._workspace_fingerprint()
         if isinstance(request, FingerprintPaths):
             return paths_fingerprint(request.paths, request.exclude)
         if isinstance(request, Sleep):

@@ -14,7 +14,7 @@ from typing import Any
 
 from little_loops.fsm.engine.run_guards import StepEnding
 from little_loops.fsm.handoff_handler import HandoffResult
-from little_loops.fsm.process.runner import ActionResult
+from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.signal_detector import DetectedSignal
 
 __all__ = [

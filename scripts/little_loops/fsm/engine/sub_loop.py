@@ -50,8 +50,8 @@ from little_loops.fsm.engine.sub_loop_record import (
 )
 from little_loops.fsm.interpolation import InterpolationError, interpolate
 from little_loops.fsm.model.head_loop import HeadStateConfig
+from little_loops.fsm.model.log_names import action_log_name
 from little_loops.fsm.model.run_choices import RunChoices
-from little_loops.fsm.process.output_files import action_log_name
 from little_loops.fsm.schema import FSMLoop
 
 __all__ = ["MAX_SUB_LOOP_DEPTH", "SubLoopFrame", "run_sub_loop"]

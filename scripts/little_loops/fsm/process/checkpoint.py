@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
+
+from little_loops.fsm.model.checkpoint_result import CheckpointResult
 
 __all__ = [
     "DEFAULT_IDENTITY",
@@ -40,21 +41,6 @@ __all__ = [
 DEFAULT_IDENTITY = (("user.name", "ll-loop"), ("user.email", "ll-loop@localhost"))
 GIT_TIMEOUT = 60.0
 RUNTIME_DIRS = (".running", ".history")
-
-
-@dataclass
-class CheckpointResult:
-    """What a checkpoint did.
-
-    `status` is `committed` (with `commit`, the short hash), `clean` (nothing to commit),
-    `skipped` (checkpoints are off for this run: not a git work tree) or `failed`.
-    `warning` is set when the user should be told something.
-    """
-
-    status: str
-    commit: str | None = None
-    message: str | None = None
-    warning: str | None = None
 
 
 class _GitFailed(Exception):

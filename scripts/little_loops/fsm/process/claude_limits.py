@@ -25,31 +25,11 @@ limits to wait out: they give None.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-LimitKind = Literal["usage_limit", "rate_limit", "overloaded", "throttle"]
-
-
-@dataclass(frozen=True)
-class LimitHit:
-    """Claude stopped at a limit: which kind, in claude's words, and when it resets.
-
-    `resets_at` is epoch seconds (usage limits only; None when unknown). `limit_type` is
-    the API's name of the limit (`five_hour`, `seven_day`, `seven_day_opus`, ...) from
-    the `rate_limit_event` or from the message's words; None when neither says.
-    `exact_reset`: `resets_at` is the stream's exact epoch, not a time read from claude's
-    message (which gives minutes only).
-    """
-
-    kind: LimitKind
-    message: str
-    resets_at: float | None = None
-    limit_type: str | None = None
-    exact_reset: bool = False
-
+from little_loops.fsm.model.limit_hit import LimitHit as LimitHit
+from little_loops.fsm.model.limit_hit import LimitKind as LimitKind
 
 _SEPARATOR = " \u00b7 "
 _USAGE_START = re.compile(r"^You[\u2019']ve hit your (?P<name>.+)$")

@@ -19,13 +19,15 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from little_loops.fsm.model.log_names import action_log_name as action_log_name
+from little_loops.fsm.model.log_names import retry_log_path as retry_log_path
+
 READ_CHUNK_BYTES = 1024 * 1024
 """Bytes read from a log at once."""
 
 STDERR_LOG_SUFFIX = ".stderr.log"
 
 _UTF8_CONTINUATION = 0b1100_0000, 0b1000_0000  # (mask, value) of a continuation byte
-_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def text_decoder() -> io.IncrementalNewlineDecoder:
@@ -176,17 +178,6 @@ def search_log(path: str, regex: re.Pattern[str], overlap: int) -> bool:
         if match is not None and match.start() < owned_end:
             return True
     return False
-
-
-def action_log_name(iteration: int, state: str) -> str:
-    """`<iteration>-<state>.log`, with characters unsafe in a file name replaced by `_`."""
-    return f"{iteration}-{_UNSAFE_NAME_CHARS.sub('_', state)}.log"
-
-
-def retry_log_path(log_path: Path, retry: int) -> Path:
-    """`<iteration>-<state>.retry-<n>.log`: the log of the `retry`-th run of an action
-    again after a limit, beside the first run's, which keeps claude's limit message."""
-    return log_path.with_name(f"{log_path.name.removesuffix('.log')}.retry-{retry}.log")
 
 
 class PendingLog:

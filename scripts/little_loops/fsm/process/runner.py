@@ -31,14 +31,15 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+from little_loops.fsm.model.action_result import ActionResult as ActionResult
+from little_loops.fsm.model.slash_commands import is_slash_command as is_slash_command
 from little_loops.fsm.process import reference_seams
 from little_loops.fsm.process.background_groups import BackgroundGroups, group_exists
 from little_loops.fsm.process.claude_refusal import CLAUDE_NOT_FOUND as CLAUDE_NOT_FOUND
 from little_loops.fsm.process.claude_refusal import claude_not_found, claude_refusal
-from little_loops.fsm.process.claude_stream import STREAM_JSON_FLAGS, ClaudeRun, ClaudeStream
+from little_loops.fsm.process.claude_stream import STREAM_JSON_FLAGS, ClaudeStream
 from little_loops.fsm.process.idle_watch import IdleWatch
 from little_loops.fsm.process.output_files import SpareFiles, truncation_marker
 from little_loops.fsm.process.output_streams import (
@@ -76,44 +77,6 @@ CANCELLED_EXIT_CODE = 130
 
 CLAUDE_BIN_ENV = "LL_CLAUDE_BIN"
 CANCELLED_MESSAGE = "Action cancelled"
-
-
-@dataclass
-class ActionResult:
-    """What an action produced. `error` says why it could not run or finish.
-
-    Additions: `output_truncated` says `output` holds only the tail of stdout (behind a
-    marker line); `log_path` is the file holding all of stdout, when one was written;
-    `cancelled` says the runner's `cancel()` stopped the action before it finished (an
-    action that exited on its own, even as a cancel arrived, is not cancelled: its
-    result stands). `claude`: what a slash command's claude reported about its run (its
-    stream-json: session, cost, tokens, turns, errors, rate limits); None for shell actions.
-    `timeout_kind`: what stopped a timed-out action, `wall` (its time limit) or `idle`
-    (its idle timeout: no output for too long); None otherwise.
-    """
-
-    output: str
-    stderr: str
-    exit_code: int
-    duration_ms: int
-    timed_out: bool = False
-    error: str | None = None
-    output_truncated: bool = False
-    log_path: str | None = None
-    cancelled: bool = False
-    claude: ClaudeRun | None = None
-    timeout_kind: str | None = None
-
-
-def is_slash_command(action: str) -> bool:
-    """True when `action` starts with `/` and its first word has no other `/`.
-
-    So `/ll:check_code types` is a slash command and `/usr/bin/env make` is a shell command.
-    """
-    if not action.startswith("/"):
-        return False
-    first_word = action.split(maxsplit=1)[0]
-    return "/" not in first_word[1:]
 
 
 def _open_pidfd(pid: int) -> int | None:
