@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 from little_loops import __version__
+from little_loops.cli.choices import DIAGRAM_FORMATS
 from little_loops.cli.exit_codes import (
     BROKEN_PIPE,
     BUSY,
@@ -338,8 +339,8 @@ def _add_show_commands(sub: Subparsers) -> None:
     show.add_argument(
         "--diagram",
         nargs="?",
-        const="mermaid",
-        choices=("mermaid", "dot"),
+        const=DIAGRAM_FORMATS[0],
+        choices=DIAGRAM_FORMATS,
         help="print the state graph as Mermaid (default) or Graphviz DOT",
     )
     show.add_argument("--json", action="store_true", help="print JSON")
