@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 from little_loops import __version__
-from little_loops.cli.choices import DIAGRAM_FORMATS
 from little_loops.cli.exit_codes import (
     BROKEN_PIPE,
     BUSY,
@@ -32,7 +31,7 @@ from little_loops.cli.exit_codes import (
     INTERRUPTED,
     USAGE,
 )
-from little_loops.cli.output import Logger, standard_streams, write_error_line
+from little_loops.cli.output import DIAGRAM_FORMATS, Logger, standard_streams, write_error_line
 from little_loops.cli.output import silence_stdout as _silence_stdout
 
 if TYPE_CHECKING:

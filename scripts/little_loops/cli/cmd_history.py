@@ -37,7 +37,7 @@ def history_command(
     list_runs: bool = False,
     run: int | None = None,
 ) -> int:
-    """`ll-loop history`; `output` is one of `HISTORY_OUTPUTS` (cli/choices.py)."""
+    """`ll-loop history`; `output` is one of `HISTORY_OUTPUTS` (cli/output.py)."""
     name = loop_name_for(loop_arg)
     persistence = StatePersistence(name, LOOPS_DIR)
     if list_runs:

@@ -199,7 +199,7 @@ def _dot_attributes(node: _Node) -> str:
 
 
 def render_diagram(fsm: FSMLoop, diagram_format: str, marks: RunMarks | None = None) -> str:
-    """The diagram of `fsm` in `diagram_format` (one of `DIAGRAM_FORMATS`, cli/choices.py)."""
+    """The diagram of `fsm` in `diagram_format` (one of `DIAGRAM_FORMATS`, cli/output.py)."""
     if diagram_format == "dot":
         return render_dot(fsm, marks)
     return render_mermaid(fsm, marks)
