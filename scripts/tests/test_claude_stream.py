@@ -60,7 +60,6 @@ def test_a_plain_answer() -> None:
         output_tokens=5,
         num_turns=1,
     )
-    assert stream.seen_stream_json
 
 
 def test_a_tool_result_is_not_what_the_agent_says() -> None:
@@ -164,7 +163,6 @@ def test_plain_text_passes_through_unchanged() -> None:
     assert "".join(sink.blocks) == text
     assert stream.output() == (text, 0)
     assert stream.run == ClaudeRun()
-    assert not stream.seen_stream_json
 
 
 def test_a_long_plain_line_in_pieces_passes_through_as_pieces() -> None:

@@ -31,7 +31,7 @@ from little_loops.cli.exit_codes import (
     INTERRUPTED,
     USAGE,
 )
-from little_loops.cli.output import Logger, standard_streams, write_error_line
+from little_loops.cli.output import DIAGRAM_FORMATS, Logger, standard_streams, write_error_line
 from little_loops.cli.output import silence_stdout as _silence_stdout
 
 if TYPE_CHECKING:
@@ -338,8 +338,8 @@ def _add_show_commands(sub: Subparsers) -> None:
     show.add_argument(
         "--diagram",
         nargs="?",
-        const="mermaid",
-        choices=("mermaid", "dot"),
+        const=DIAGRAM_FORMATS[0],
+        choices=DIAGRAM_FORMATS,
         help="print the state graph as Mermaid (default) or Graphviz DOT",
     )
     show.add_argument("--json", action="store_true", help="print JSON")

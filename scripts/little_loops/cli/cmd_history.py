@@ -26,7 +26,6 @@ from little_loops.fsm.store.state_files import parse_event_line, read_last_event
 EVENTS_PER_LINE = 8
 """Events read per readable line asked for (a state visit is about five events), so that
 `--tail 10` reads the end of a long events file only."""
-OUTPUTS = ("lines", "json", "jsonl", "raw")
 
 
 def history_command(
@@ -38,7 +37,7 @@ def history_command(
     list_runs: bool = False,
     run: int | None = None,
 ) -> int:
-    """`ll-loop history`; `output` is one of `OUTPUTS`."""
+    """`ll-loop history`; `output` is one of `HISTORY_OUTPUTS` (cli/output.py)."""
     name = loop_name_for(loop_arg)
     persistence = StatePersistence(name, LOOPS_DIR)
     if list_runs:

@@ -21,7 +21,6 @@ from little_loops.cli.loop_graph import STALL_SOURCE, Edge, loop_edges, merged_e
 from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.schema import FSMLoop
 
-DIAGRAM_FORMATS = ("mermaid", "dot")
 CURRENT_FILL = "#ffd54f"
 TERMINAL_FILL = "#e0e0e0"
 
@@ -200,7 +199,7 @@ def _dot_attributes(node: _Node) -> str:
 
 
 def render_diagram(fsm: FSMLoop, diagram_format: str, marks: RunMarks | None = None) -> str:
-    """The diagram of `fsm` in `diagram_format` (one of `DIAGRAM_FORMATS`)."""
+    """The diagram of `fsm` in `diagram_format` (one of `DIAGRAM_FORMATS`, cli/output.py)."""
     if diagram_format == "dot":
         return render_dot(fsm, marks)
     return render_mermaid(fsm, marks)

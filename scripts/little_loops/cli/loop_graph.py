@@ -3,7 +3,7 @@
 Pure (no I/O). Each edge carries the verdict or key that takes it (`success`, `failure`,
 `error`, `_`, `_error`, `next`, `on_max_visits`, `on_stall`, `on_maintain`) and what it
 points at: a state, or a note for a target only known at run time (`${...}`).
-Routing as the executor does it (`fsm/routing.py`): a state with a `route` table uses
+Routing as the executor does it (`fsm/engine/routing.py`): a state with a `route` table uses
 only the table, else the shorthand `on_success`/`on_failure`/`on_error`.
 """
 

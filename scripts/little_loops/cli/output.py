@@ -4,7 +4,9 @@ Everything the CLI prints goes through here so that three rules hold everywhere:
 lines go to stdout, warnings and errors to stderr (so `--json` output stays pure JSON);
 colour only when the stream is a terminal and `NO_COLOR` is unset; `--quiet` hides
 everything except errors. Streams are looked up at call time (`sys.stdout`), never
-captured at import, so redirection works.
+captured at import, so redirection works. The formats some options choose between
+(`show --diagram`, `history`'s outputs) are written here once: the light `app.py` parses
+them and the commands act on them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,12 @@ GREEN = "\033[32m"
 YELLOW = "\033[33m"
 RED = "\033[31m"
 RESET = "\033[0m"
+
+DIAGRAM_FORMATS = ("mermaid", "dot")
+"""`ll-loop show --diagram FORMAT`; the first is the default."""
+
+HISTORY_OUTPUTS = ("lines", "json", "jsonl", "raw")
+"""How `ll-loop history` prints: readable lines (the default), `--json`, `--jsonl`, `--raw`."""
 
 
 def colour_enabled(stream: TextIO) -> bool:

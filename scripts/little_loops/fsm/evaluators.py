@@ -2,7 +2,7 @@
 
 This module owns the Tier-1 evaluators (exit code, numbers, JSON, text, convergence), the
 `evaluate` dispatcher that reads an `EvaluateConfig`, and the entry point of the Tier-2
-LLM evaluator (whose request/answer handling lives in `llm_evaluator`), and the agent
+LLM evaluator (whose request/answer handling lives in `judging/llm_judge`), and the agent
 report evaluator `return_metadata` (its parsing lives in `return_metadata`). It never
 chooses the next state. Expected failures are verdicts (`error`, with `details["error"]`), never
 exceptions, so one bad evaluation cannot crash a loop.

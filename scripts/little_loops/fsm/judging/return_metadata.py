@@ -15,7 +15,7 @@ verdict with a message saying what was expected, never an exception. The evaluat
 no side effects: it does not delete the file (the action should, before the agent runs,
 so a stale report is never read twice).
 
-This module returns plain `(verdict, details)` pairs, like `llm_evaluator`, so that
+This module returns plain `(verdict, details)` pairs, like `judging/llm_judge`, so that
 `evaluators` can dispatch to it without an import cycle.
 """
 

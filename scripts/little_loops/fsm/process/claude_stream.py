@@ -86,7 +86,6 @@ class ClaudeStream:
 
     def __init__(self, sink: TextSink | None = None, *, cap: int) -> None:
         self.run = ClaudeRun()
-        self.seen_stream_json = False  # at least one of claude's objects was read
         self._sink = sink
         self._cap = cap
         self._said = _TextTail(cap)
@@ -109,10 +108,6 @@ class ClaudeStream:
         self._hand_on_lines(plain)
         if rest:
             self._take_piece(rest)
-
-    def feed_line(self, line: str) -> None:
-        """Take one whole line (without its line break)."""
-        self.feed(line + "\n")
 
     def close(self) -> None:
         """The output has ended: parse a last `{` line that had no line break."""
@@ -195,7 +190,6 @@ class ClaudeStream:
             return False
         if not _is_claude_message(message):
             return False
-        self.seen_stream_json = True
         kind = message["type"]
         if isinstance(message.get("session_id"), str):
             self.run.session_id = message["session_id"]

@@ -3,7 +3,7 @@
 `LoopRuns` wraps a Temporal client for the loops of one checkout: the workflow id (the
 loop lock) and the task queue come from `names`. `follow` feeds a run's events to a
 callback as they happen (the same events a local run gives its display) until the run
-ends or pauses, and returns how it did.
+ends or pauses, and returns how it did; it is done by `run_follow.RunFollower`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +43,12 @@ from little_loops.fsm.temporal.names import (
 )
 from little_loops.fsm.temporal.payloads import ResumeSignal, RunInput, RunOutcome
 from little_loops.fsm.temporal.presence import (
-    WORKER_POLL_SECONDS,
     NoWorkflowWorkerError,
     is_unanswered,
     wait_for_workflow_worker,
     workflow_worker_polls,
 )
+from little_loops.fsm.temporal.run_follow import FOLLOW_POLL_SECONDS, RunFollower
 from little_loops.fsm.temporal.scope_registry import (
     RegistryInput,
     ScopeClaim,
@@ -69,12 +68,8 @@ __all__ = [
     "referenced_env",
 ]
 
-FOLLOW_POLL_SECONDS = 0.2
 QUEUE_POLL_SECONDS = 2.0
 """How often a run queued behind another's scope (`--queue`) asks the registry again."""
-QUERY_RETRIES = 20
-ENDED_QUERY_TIMEOUT = timedelta(seconds=5)
-"""How long a follower of an ended run waits for a worker to give the events it missed."""
 _ENV_REFERENCE = re.compile(r"\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\}")
 _OPEN = WorkflowExecutionStatus.RUNNING
 _CONTINUED = WorkflowExecutionStatus.CONTINUED_AS_NEW
@@ -336,75 +331,17 @@ class LoopRuns:
         stopping: Callable[[], bool] = lambda: False,
     ) -> RunOutcome:
         """Feed the run's events from number `since` to `on_event` until it ends or
-        pauses; return how it did.
-
-        While no worker runs the workflow, wait for one, telling `on_wait` once; give up
-        with `NoWorkflowWorkerError` if `stopping()` turns true meanwhile.
-        """
-        handle = self.handle(loop_name)
-        tell = _once(on_wait)
-        # Over already: its result needs no worker, and a worker the server still lists
-        # after it stopped would leave every query to time out first.
-        ended = await self._ended(loop_name)
-        if ended is not None:
-            await self._deliver_missed(handle, since, ended, on_event)
-            return ended
-        if not await self.workflow_worker_polls():
-            await wait_for_workflow_worker(
-                self.client, self.task_queue, on_wait=tell, stopping=stopping
-            )
-        failures = 0
-        while True:
-            try:
-                since = await self._deliver(handle, since, on_event)
-                outcome = await self._outcome(loop_name)
-            except RPCError as exc:
-                if is_unanswered(exc):
-                    ended = await self._unanswered(loop_name, since, on_event, tell, stopping)
-                    if ended is not None:
-                        return ended
-                    continue
-                # A query that lands as the run continues as new (or as its worker
-                # restarts) can fail: ask again, and give up only if it keeps failing.
-                failures += 1
-                if failures > QUERY_RETRIES:
-                    raise
-                await asyncio.sleep(poll_seconds)
-                continue
-            failures = 0
-            if outcome is not None:
-                await self._deliver(handle, since, on_event)
-                return outcome
-            await asyncio.sleep(poll_seconds)
-
-    async def _unanswered(
-        self,
-        loop_name: str,
-        since: int,
-        on_event: Callable[[dict[str, Any]], None],
-        tell: Callable[[str], None],
-        stopping: Callable[[], bool],
-    ) -> RunOutcome | None:
-        """After a query no worker answered: the run's outcome when it is over (its last
-        events too, if a worker answers for them), else None once a worker polls again
-        (`tell` why it waits; `NoWorkflowWorkerError` when `stopping()`)."""
-        ended = await self._ended(loop_name)
-        if ended is not None:
-            with contextlib.suppress(RPCError):
-                await self._deliver(self.handle(loop_name), since, on_event)
-            return ended
-        if stopping():
-            raise NoWorkflowWorkerError(self.task_queue)
-        tell(f"Waiting for a worker: none answers for {self.workflow_id(loop_name)}")
-        await wait_for_workflow_worker(
-            self.client, self.task_queue, on_wait=tell, stopping=stopping
+        pauses; return how it did (`run_follow.RunFollower.follow`)."""
+        return await RunFollower(self).follow(
+            loop_name,
+            on_event,
+            since=since,
+            poll_seconds=poll_seconds,
+            on_wait=on_wait,
+            stopping=stopping,
         )
-        # The server lists a dead worker's polls for some minutes, and may refuse a query
-        # at once meanwhile: ask again in a while.
-        await asyncio.sleep(WORKER_POLL_SECONDS)
-        return None
 
-    async def _ended(self, loop_name: str) -> RunOutcome | None:
+    async def ended(self, loop_name: str) -> RunOutcome | None:
         """How the run ended, when it has (its result is kept by the server: no worker
         needed); None while it runs."""
         described = await self.describe(loop_name)
@@ -417,55 +354,6 @@ class LoopRuns:
                 f"the workflow {self.workflow_id(loop_name)} ended without an outcome ({name})"
             )
         return outcome
-
-    async def _deliver_missed(
-        self,
-        handle: WorkflowHandle[Any, Any],
-        since: int,
-        ended: RunOutcome,
-        on_event: Callable[[dict[str, Any]], None],
-    ) -> None:
-        """The events of an ended run from number `since`, when a worker answers for them
-        at once; without them otherwise (the outcome says how the run ended)."""
-        if since >= ended.carry.event_offset or not await self.workflow_worker_polls():
-            return
-        with contextlib.suppress(RPCError):
-            await self._deliver(handle, since, on_event, rpc_timeout=ENDED_QUERY_TIMEOUT)
-
-    @staticmethod
-    async def _deliver(
-        handle: WorkflowHandle[Any, Any],
-        since: int,
-        on_event: Callable[[dict[str, Any]], None],
-        *,
-        rpc_timeout: timedelta | None = None,
-    ) -> int:
-        page = await handle.query(LoopWorkflow.events, since, rpc_timeout=rpc_timeout)
-        for event in page.events:
-            on_event(event)
-        return page.first + len(page.events)
-
-    async def _outcome(self, loop_name: str) -> RunOutcome | None:
-        """How the run ended or paused, or None while it runs.
-
-        The workflow's `outcome` query answers for a closed run too. A run closed without
-        one (failed, terminated) never will: that is an error (`_ended`). Not waiting on
-        the result itself keeps a time-skipping test server's clock as it was.
-        """
-        outcome: RunOutcome | None = await self.handle(loop_name).query(LoopWorkflow.outcome)
-        return outcome if outcome is not None else await self._ended(loop_name)
-
-
-def _once(say: Callable[[str], None] | None) -> Callable[[str], None]:
-    """`say`, called for the first message only (a wait is told once)."""
-    said: list[str] = []
-
-    def tell(message: str) -> None:
-        if not said and say is not None:
-            say(message)
-        said.append(message)
-
-    return tell
 
 
 def _relative_to(path: Path, checkout: Path) -> str:
