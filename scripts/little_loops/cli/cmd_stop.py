@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import time
 from dataclasses import dataclass
 
 from little_loops.cli.exit_codes import FAILED, OK
@@ -75,7 +76,9 @@ def stop_command(loop_arg: str) -> int:
     if stopped.runner is not None and not _end_runner(stopped, logger, loop_arg):
         return FAILED
     if stopped.killed:  # it could not stop what its actions left in the background
-        _end_orphans(persistence.load_state_checked(), logger)
+        state = persistence.load_state_checked()
+        _let_killed_groups_end(state)
+        _end_orphans(state, logger)
     _end_spawned_session(session or _spawned_session(persistence), stopped, logger)
     _report(_mark_interrupted(persistence, stopped), stopped, loop_arg, logger)
     return OK
@@ -129,6 +132,15 @@ def _end_runner(stopped: _Stopped, logger: Logger, loop_arg: str) -> bool:
         wait_until_gone(pid, KILL_WAIT_SECONDS)
         stopped.killed = True
     return True
+
+
+def _let_killed_groups_end(state: LoopState | None) -> None:
+    """Give the groups just killed with the runner a moment to be gone (on a busy machine
+    their processes linger until reaped), so only what outlived the kill counts as left
+    running by a runner that died."""
+    deadline = time.monotonic() + KILL_WAIT_SECONDS
+    while state is not None and orphaned_groups(state) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _end_orphans(state: LoopState | None, logger: Logger) -> bool:
