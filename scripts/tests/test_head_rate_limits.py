@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fixtures import scripted_claude
 from fixtures.cli_support import LL_LOOP, cli_env, run_cli, write_loop
+from test_limit_waits import NOW, SESSION_LIMIT, JumpingClock
 
 from little_loops.fsm.engine.context import RunCursor, iso_time
 from little_loops.fsm.engine.core import RunCore
@@ -25,23 +26,8 @@ from little_loops.fsm.process.claude_refusal import claude_refusal
 from little_loops.fsm.process.claude_stream import ClaudeRun, RateLimitInfo
 from little_loops.fsm.process.runner import ActionResult
 
-NOW = 1_800_000_000.0
 RATE_LIMITED = "API Error: Request rejected (429) · Rate limited, slow down"
-SESSION_LIMIT = "You've hit your session limit · resets 11:21pm (UTC)"
 NOT_LOGGED_IN = "Not logged in · Please run /login"
-
-
-class JumpingClock:
-    """Wall and monotonic time that move only when the driver waits."""
-
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def monotonic(self) -> float:
-        return self.now - NOW
-
-    def wall(self) -> float:
-        return self.now
 
 
 class Driver:
