@@ -237,7 +237,9 @@ def test_s1_1_validate_accepts_each_file_and_names_the_head_dialect(
     assert f"{loop_ref(path)} is valid" in done.stdout.splitlines()[0]
 
 
-WARN_LINE = re.compile(r"^\[WARNING\] (\S+): (.*) \((\d+) uses?\)$")
+WARN_LINE = re.compile(
+    r"^\[WARNING\] \.loops/little-loops-extras\.yaml: (\S+): (.*) \((\d+) uses?\)$"
+)
 
 
 def warn_once_lines(text: str) -> list[tuple[str, str, int]]:

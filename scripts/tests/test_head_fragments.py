@@ -177,7 +177,8 @@ def test_section_5_fragment_with_loop_warns(
     load_loop(write(tmp_path, "n.yaml", text.replace("with: {key: lint}", "with: {}")))
 
     assert [record.getMessage() for record in caplog.records] == [
-        "[WARNING] states.attempt.loop: with: binds the fragment's parameters; the sub-loop "
+        f"[WARNING] {tmp_path / 'n.yaml'}: states.attempt.loop: with: binds the fragment's "
+        "parameters; the sub-loop "
         "gets no bindings"
     ]
 

@@ -171,5 +171,6 @@ def test_section_8_2_unused_state_defs_warn(
     load_loop(write(tmp_path, "f.yaml", text))
 
     assert [record.getMessage() for record in caplog.records] == [
-        "[WARNING] state_defs.zzz: not a state of flow: (these definitions are dropped)"
+        f"[WARNING] {tmp_path / 'f.yaml'}: state_defs.zzz: not a state of flow: "
+        "(these definitions are dropped)"
     ]

@@ -4,6 +4,7 @@ is decided on the raw file, HEAD files are checked against HEAD's key tables and
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -62,11 +63,16 @@ def load_errors(tmp_path: Path, data: dict[str, Any]) -> list[str]:
     return [f"{error.path}: {error.message}" for error in caught.value.errors]
 
 
+WARNED = "[WARNING] loop.yaml: "
+"""How a warning of the test's HEAD file starts (§1.2: it names the file)."""
+
+
 def warnings_of(
     tmp_path: Path, data: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> list[str]:
     caplog.set_level(logging.WARNING, logger="little_loops.fsm.validation")
-    load_loop(write(tmp_path, data))
+    with contextlib.chdir(tmp_path):  # a HEAD file's warnings name it from here (§1.2)
+        load_loop(write(tmp_path, data))
     return [record.getMessage() for record in caplog.records]
 
 
@@ -351,7 +357,7 @@ def test_section_3_1_on_yes_and_on_success_differ(
     data = with_state({"on_success": "a"})
 
     assert warnings_of(tmp_path, data, caplog) == [
-        "[WARNING] states.a.on_success: on_yes ('done') and on_success ('a') name different "
+        WARNED + "states.a.on_success: on_yes ('done') and on_success ('a') name different "
         "targets; on_yes wins"
     ]
 
@@ -368,10 +374,10 @@ def test_section_3_3_and_4_inert_keys_warn(
     data["states"]["b"] = {"loop": "child", "on_yes": "done", "route": {"yes": "done"}}
 
     assert warnings_of(tmp_path, data, caplog) == [
-        "[WARNING] states.a.on_yes: on_yes has no effect: a next: state is not evaluated (§3.3)",
-        "[WARNING] states.a.on_partial: on_partial has no effect: a next: state is not "
+        WARNED + "states.a.on_yes: on_yes has no effect: a next: state is not evaluated (§3.3)",
+        WARNED + "states.a.on_partial: on_partial has no effect: a next: state is not "
         "evaluated (§3.3)",
-        "[WARNING] states.b.route: route has no effect: a loop: state routes on its sub-loop's "
+        WARNED + "states.b.route: route has no effect: a loop: state routes on its sub-loop's "
         "outcome (§4)",
     ]
 
@@ -389,7 +395,7 @@ def test_section_2_2_model_without_a_model_to_ask(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     assert warnings_of(tmp_path, with_state({"model": "opus"}), caplog) == [
-        "[WARNING] states.a.model: model has no effect: the state neither runs a prompt nor "
+        WARNED + "states.a.model: model has no effect: the state neither runs a prompt nor "
         "asks an LLM judge"
     ]
 
@@ -398,7 +404,7 @@ def test_section_2_1_unknown_visibility_warns(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     assert warnings_of(tmp_path, head(visibility="secret"), caplog) == [
-        "[WARNING] visibility: unknown visibility 'secret' (allowed: public, internal, example); "
+        WARNED + "visibility: unknown visibility 'secret' (allowed: public, internal, example); "
         "treated as public"
     ]
 
@@ -420,19 +426,19 @@ def test_section_1_2_one_warning_per_key_name_with_the_count(
     }
 
     assert warnings_of(tmp_path, data, caplog) == [
-        "[WARNING] tamper_guard: little-loops feature not supported here, ignored (3 uses)",
-        "[WARNING] shared_state_ok: silences a little-loops lint rule we do not have, ignored "
+        WARNED + "tamper_guard: little-loops feature not supported here, ignored (3 uses)",
+        WARNED + "shared_state_ok: silences a little-loops lint rule we do not have, ignored "
         "(1 use)",
-        "[WARNING] targets: read by little-loops tools we do not ship, ignored (1 use)",
-        "[WARNING] states.a.output: ignored, as little-loops ignores it: a sub-loop's results "
+        WARNED + "targets: read by little-loops tools we do not ship, ignored (1 use)",
+        WARNED + "states.a.output: ignored, as little-loops ignores it: a sub-loop's results "
         "come back through captures (${captured.<state>.<capture>.output}) (1 use)",
-        "[WARNING] states.a.with_: ignored, as little-loops ignores it: sub-loop bindings are "
+        WARNED + "states.a.with_: ignored, as little-loops ignores it: sub-loop bindings are "
         "written `with:` (1 use)",
-        "[WARNING] states.b.action_type: needs little-loops' mcp-call helper: run as "
+        WARNED + "states.b.action_type: needs little-loops' mcp-call helper: run as "
         "`mcp-call <action> <json params>`; without it on PATH the verdict is not_found (1 use)",
-        "[WARNING] states.b.params: needs little-loops' mcp-call helper: run as "
+        WARNED + "states.b.params: needs little-loops' mcp-call helper: run as "
         "`mcp-call <action> <json params>`; without it on PATH the verdict is not_found (1 use)",
-        "[WARNING] states.b: State is not reachable from initial state",
+        WARNED + "states.b: State is not reachable from initial state",
     ]
 
 
@@ -456,7 +462,8 @@ def test_section_1_1_validate_prints_the_head_dialect(
     assert cli_in_process(capsys, "validate", "gate") == (
         0,
         "[T] gate is valid\n  States: a, done\n  Initial: a\n  Max steps: 7\n  dialect: head\n",
-        "[WARNING] description: a loop without a description (list and show print it)\n",
+        "[WARNING] .loops/gate.yaml: description: a loop without a description "
+        "(list and show print it)\n",
     )
 
 

@@ -8,10 +8,13 @@ is never printed: a file without the line is legacy.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.resolve import load_resolved, loop_file_stem
 from little_loops.fsm.errors import LoopFileError
+from little_loops.fsm.loading.warning_lines import warning_line
 from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
 from little_loops.fsm.model.head_loop import HeadLoop
 
@@ -30,7 +33,7 @@ def validate_command(loop_arg: str) -> int:
     write_line(f"  States: {', '.join(fsm.states)}")
     write_line(f"  Initial: {fsm.initial}")
     if isinstance(fsm, HeadLoop):
-        _print_head_outline(fsm)
+        _print_head_outline(fsm, path)
     else:
         write_line(f"  Max iterations: {fsm.max_iterations}")
     stem = loop_file_stem(path)
@@ -42,7 +45,7 @@ def validate_command(loop_arg: str) -> int:
     return OK
 
 
-def _print_head_outline(fsm: HeadLoop) -> None:
+def _print_head_outline(fsm: HeadLoop, path: Path) -> None:
     write_line(f"  Max steps: {fsm.max_steps}")
     if fsm.max_passes is not None:
         write_line(f"  Max iterations: {fsm.max_passes}")
@@ -53,4 +56,4 @@ def _print_head_outline(fsm: HeadLoop) -> None:
             "description",
             ValidationSeverity.WARNING,
         )
-        write_error_line(str(warning))
+        write_error_line(warning_line(warning, path, head=True))

@@ -62,9 +62,10 @@ from little_loops.fsm.loading.shape import check_loop_mapping, is_paradigm_spec,
 from little_loops.fsm.loading.source import read_loop_text, require_mapping
 from little_loops.fsm.loading.sub_loop_checks import sub_loop_findings
 from little_loops.fsm.loading.warn_once import warn_once_findings
+from little_loops.fsm.loading.warning_lines import warning_line
 from little_loops.fsm.loading.yaml_text import compose_yaml, construct_yaml
 from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
-from little_loops.fsm.model.head_loop import HeadLoop
+from little_loops.fsm.model.head_loop import HeadLoop, is_head
 from little_loops.fsm.model.head_parts import DIALECT_HEAD
 from little_loops.fsm.schema import FSMLoop
 
@@ -188,7 +189,7 @@ def _checked(fsm: FSMLoop, path: Path, earlier: list[ValidationError] | None = N
     findings = [*(earlier or []), *built_loop_findings(fsm)]
     _raise_if_errors(path, _errors(findings))
     for warning in findings:  # only warnings are left
-        logger.warning("%s", warning)
+        logger.warning("%s", warning_line(warning, path, head=is_head(fsm)))
     return fsm
 
 
