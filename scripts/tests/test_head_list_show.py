@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
 from fixtures.cli_support import SIMPLE_LOOP, run_cli, write_loop
 
 GREET = """\
@@ -225,23 +226,16 @@ def test_section_2_5_show_head_loop(tmp_path: Path) -> None:
     assert states[states.index("  notes") + 1] == "    sub-loop: greet"
 
 
-def test_section_2_5_show_json_has_head_part(tmp_path: Path) -> None:
+def test_section_6_show_json_prints_the_file_as_written(tmp_path: Path) -> None:
+    """§6: `show --json` prints the raw file, as little-loops does: a script written for it
+    reads `states.<name>.action`; a `from:` child shows its own keys, not the merged loop."""
     write_loop(tmp_path, "greet", GREET)
     write_loop(tmp_path, "release", RELEASE)
     view = json.loads(run_cli(tmp_path, "show", "release", "--json").stdout)
-    assert view["head"]["parameters"]["version"] == {
-        "type": "string",
-        "required": True,
-        "default": None,
-        "description": "the version to cut",
-        "values": None,
-    }
-    assert (view["head"]["input_key"], view["head"]["commands"]) == (
-        "version",
-        [{"cmd": "ll-loop run release 1.2", "comment": "cut 1.2"}],
-    )
-    notes = next(state for state in view["states"] if state["name"] == "notes")
-    assert (notes["loop"], notes["fragment"], notes["description"]) == ("greet", None, None)
+    assert view == yaml.safe_load(RELEASE)
+    write_loop(tmp_path, "child", "from: greet\nname: child\n")
+    child = json.loads(run_cli(tmp_path, "show", "child", "--json").stdout)
+    assert child == {"from": "greet", "name": "child"}
 
 
 def test_legacy_show_has_no_head_part(tmp_path: Path) -> None:

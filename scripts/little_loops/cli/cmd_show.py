@@ -2,6 +2,10 @@
 
 With a run of the loop saved under `.loops/.running/`, the run's status, current state
 and visits per state are shown too (the diagram highlights the current state).
+
+`--json` of a loop file in today's little-loops dialect prints the file as written, as
+little-loops does (spec/ll-head-dialect.md §6), so scripts written for it keep reading
+`states.<name>.action`; a legacy file's `--json` is the outline, as before.
 """
 
 from __future__ import annotations
@@ -14,11 +18,16 @@ from little_loops.cli.loop_outline import outline, outline_lines
 from little_loops.cli.output import write_line
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved
 from little_loops.cli.run_marks import latest_run, run_marks
+from little_loops.fsm.loading.pipeline import load_loop_mapping
+from little_loops.fsm.model.head_loop import is_head
 
 
 def show_command(loop_arg: str, *, diagram: str | None = None, as_json: bool = False) -> int:
     """Print the outline (or `diagram`: "mermaid"/"dot"; or JSON) of a loop; exit 0."""
-    _, fsm = load_resolved(loop_arg)
+    path, fsm = load_resolved(loop_arg)
+    if as_json and diagram is None and is_head(fsm):
+        write_line(json.dumps(load_loop_mapping(path), indent=2, default=str))
+        return OK
     run = latest_run(fsm.name, LOOPS_DIR)
     marks = run_marks(run, LOOPS_DIR) if run is not None else None
     if diagram is not None:
