@@ -180,8 +180,10 @@ class DetachWorktree:
 @dataclass(frozen=True)
 class ChildEnded:
     """How a sub-loop's child ended, wherever it ran: its `ending` and `result`, what it
-    captured and spent, its handoffs and usage-limit wait (kept when it pauses), and
-    whether it ended on a `FATAL_ERROR` signal (which fails the whole run, §9f)."""
+    captured and spent, its handoffs and usage-limit wait (kept when it pauses),
+    whether it ended on a `FATAL_ERROR` signal (which fails the whole run, §9f), and the
+    run's rate-limit memory as a child run elsewhere left it (None: the run's own object
+    was used, §7.6)."""
 
     ending: Ending
     result: ExecutionResult
@@ -190,6 +192,7 @@ class ChildEnded:
     handoff_count: int = 0
     limit_wait: dict[str, Any] | None = None
     fatal: bool = False
+    rate_limit: dict[str, Any] | None = None
 
 
 class ChildToRun(Protocol):

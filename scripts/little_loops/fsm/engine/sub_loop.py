@@ -213,6 +213,10 @@ class _ChildRun:
     def _ended(self, ended: ChildEnded, child: ChildRun, *, paused: bool) -> Ending | None:
         """The whole run ends (its place kept when it may go on), or the parent routes."""
         ending = ended.ending
+        if ended.rate_limit is not None:  # a child run elsewhere: its memory comes back
+            memory = self.sc.cursor.head.rate_limit
+            memory.clear()
+            memory.update(ended.rate_limit)
         if paused:
             self._pause(ended)
             return ending

@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from little_loops.fsm.engine.requests import (
         AttachWorktree,
         Checkpoint,
+        ChildEnded,
         ChildLoadFailed,
         EvaluateWithIO,
         FingerprintPaths,
@@ -62,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
         LoadedChild,
         Request,
         RunAction,
+        RunChild,
         Sleep,
         WaitUntil,
     )
@@ -79,6 +81,7 @@ with workflow.unsafe.imports_passed_through():
         CheckpointInput,
         ChildInput,
         ChildOutput,
+        ChildProgress,
         EventsPage,
         JudgeInput,
         NotifyInput,
@@ -93,6 +96,11 @@ with workflow.unsafe.imports_passed_through():
         guards_from_dict,
     )
     from little_loops.fsm.temporal.run_record import FINAL_STATUS, RunRecord, resumed_cursor
+    from little_loops.fsm.temporal.sub_loop_children import (
+        CHILD_WORKFLOWS,
+        PROGRESS_SIGNAL,
+        ChildWorkflows,
+    )
 
 __all__ = ["WORKFLOW_NAME", "WORKTREE_ON_TEMPORAL", "LoopWorkflow"]
 
@@ -148,12 +156,18 @@ class LoopWorkflow:
         self._activities = 0  # activities scheduled in this workflow run
         self._to_tell: list[NotifyInput] = []  # notifications not sent yet, in order
         self._telling: asyncio.Task[None] | None = None  # sends them, one at a time
+        self._children = ChildWorkflows()  # the sub-loops' child workflows it waits for
 
     # -- signals and queries ------------------------------------------------------------
 
     @workflow.signal
     def resume(self, signal: ResumeSignal) -> None:
         self._resume = signal
+
+    @workflow.signal(name=PROGRESS_SIGNAL)
+    def child_progress(self, progress: ChildProgress) -> None:
+        """A sub-loop's child workflow tells its events and place (`sub_loop_children`)."""
+        self._children.relay(progress)
 
     @workflow.query
     def status(self) -> dict[str, Any] | None:
@@ -275,6 +289,8 @@ class LoopWorkflow:
             return await self._hand_off(core, request)
         if isinstance(request, LoadChild):
             return await self._load_child(core, request)
+        if isinstance(request, RunChild):
+            return await self._run_child(core, request)
         if isinstance(request, AttachWorktree):
             return ChildLoadFailed(WORKTREE_ON_TEMPORAL)
         raise TypeError(f"the Temporal engine cannot serve {type(request).__name__}")
@@ -415,6 +431,22 @@ class LoopWorkflow:
         if loaded.loop is None:
             return ChildLoadFailed(loaded.error or f"sub-loop '{request.name}' not loaded")
         return LoadedChild(loop_from_dict(loaded.loop, loaded.dialect), loaded.path or "")
+
+    async def _run_child(self, core: RunCore, request: RunChild) -> ChildEnded:
+        """A HEAD sub-loop's child runs as a child workflow (`sub_loop_children`); a run
+        from before that change runs it here, its requests served as this run's."""
+        if workflow.patched(CHILD_WORKFLOWS):
+            return await self._children.run(self._top_run(), request, core.request_shutdown)
+        child = request.child
+        inner = child.next_request()
+        while not isinstance(inner, Finish):
+            child.submit(await self._serve(core, inner))
+            inner = child.next_request()
+        return child.ended(inner)
+
+    def _top_run(self) -> RunInput:
+        """The top-level run's input (a child workflow keeps its parent's)."""
+        return self._input
 
     def _logs_keep(self) -> int:
         keep = self._fsm.logs_keep

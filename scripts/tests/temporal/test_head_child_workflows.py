@@ -1,0 +1,117 @@
+"""On the Temporal engine a HEAD sub-loop is a child workflow (issue 21 item 3; spec
+ll-head-dialect.md §4, §4.7, §9b), on the time-skipping server: the parent's history
+starts a child workflow and holds none of the child's actions, which are in the child's
+own history; the run ends, captures and tells its events (with `depth`) as a local run
+does; `status` shows where the child is while it runs; a stop of the parent ends the
+child too, and the resume goes on inside the child in a new child workflow."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from fixtures.cli_support import cli_env, run_cli, write_loop
+from fixtures.processes import processes_with
+from fixtures.temporal_servers import TimeSkipping
+from head_loops import PARENT, child_waiting_with
+
+try:
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.client import Client, WorkflowHistory
+    from workflow_support import checkout_with, run_input, runs_for, unique
+
+    from little_loops.fsm.temporal.payloads import RunOutcome
+    from little_loops.fsm.temporal.worker import build_worker
+    from little_loops.fsm.temporal.workflow import LoopWorkflow
+except ImportError:  # no temporalio: the server fixture skips, or fails in CI, saying so
+    pass
+
+WAIT_SECONDS = 120.0
+STABLE_KEYS = ("status", "current_state", "iteration", "terminated_by")
+CHILD_STEPS = "first\nbump\ncheck\nbump\ncheck\n"
+
+
+def _checkout(root: Path, check_prefix: str = "true") -> Path:
+    checkout = checkout_with(root, "parent", PARENT)
+    write_loop(checkout, "child", child_waiting_with(check_prefix))
+    return checkout
+
+
+def _timeless(value: Any) -> Any:
+    """`value` without durations, which differ between any two runs."""
+    if isinstance(value, dict):
+        return {key: _timeless(item) for key, item in value.items() if key != "duration_ms"}
+    return value
+
+
+def _activities(history: WorkflowHistory) -> list[str]:
+    """The activity types a history scheduled, in order."""
+    scheduled = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    return [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in history.events
+        if event.event_type == scheduled
+    ]
+
+
+def _children(history: WorkflowHistory) -> list[tuple[str, str]]:
+    """(workflow type, workflow id) of each child workflow a history started."""
+    started = EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+    return [
+        (attributes.workflow_type.name, attributes.workflow_id)
+        for event in history.events
+        if event.event_type == started
+        for attributes in [event.start_child_workflow_execution_initiated_event_attributes]
+    ]
+
+
+async def _history(client: Client, workflow_id: str) -> WorkflowHistory:
+    return await client.get_workflow_handle(workflow_id).fetch_history()
+
+
+def _child_trace(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """The child's events (depth 1) as (event, state, verdict/to), without times."""
+    return [
+        (event["event"], event.get("state"), event.get("to"), event.get("terminated_by"))
+        for event in events
+        if event.get("depth") == 1
+    ]
+
+
+def test_4_a_sub_loop_is_a_child_workflow_whose_actions_are_in_its_own_history(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    local = _checkout(tmp_path / "local")
+    assert run_cli(local, "run", "parent", env=cli_env(tmp_path)).returncode == 0
+    running = local / ".loops/.running"
+    local_state = json.loads((running / "parent.state.json").read_text())
+    local_events = [json.loads(line) for line in (running / "parent.events.jsonl").open()]
+    checkout = _checkout(tmp_path / "remote")
+    runs = runs_for(time_skipping, checkout)
+
+    async def scenario() -> tuple[RunOutcome, list[dict[str, Any]], WorkflowHistory, Any]:
+        async with build_worker(runs.client, runs.task_queue):
+            handle = await runs.start(run_input(runs, "parent"))
+            done: RunOutcome = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+            events = (await handle.query(LoopWorkflow.events, 0)).events
+            parent = await handle.fetch_history()
+            ((_, child_id),) = _children(parent)
+            return done, events, parent, await _history(runs.client, child_id)
+
+    done, events, parent, child = time_skipping.run(scenario())
+
+    ((kind, child_id),) = _children(parent)
+    assert kind == "ll-loop.child"
+    assert child_id.startswith(f"{runs.workflow_id('parent')}/count@1/")
+    # The parent loads the child and runs its own `report`; the child's five actions are
+    # in the child's history.
+    assert _activities(parent) == ["ll-loop.load_child", "ll-loop.run_action"]
+    assert _activities(child) == ["ll-loop.run_action"] * 5
+    assert (checkout / "child-steps").read_text() == CHILD_STEPS
+    assert [done.state[key] for key in STABLE_KEYS] == [local_state[key] for key in STABLE_KEYS]
+    assert done.state["captured"]["said"]["output"] == "reached 2"
+    assert _timeless(done.state["captured"]) == _timeless(local_state["captured"])
+    assert _child_trace(events) == _child_trace(local_events)
+    assert done.state["head"].get("sub_loops", []) == []
