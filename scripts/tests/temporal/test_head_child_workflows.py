@@ -115,3 +115,79 @@ def test_4_a_sub_loop_is_a_child_workflow_whose_actions_are_in_its_own_history(
     assert _timeless(done.state["captured"]) == _timeless(local_state["captured"])
     assert _child_trace(events) == _child_trace(local_events)
     assert done.state["head"].get("sub_loops", []) == []
+
+
+async def _only_child(client: Client, parent: Any) -> tuple[str, WorkflowHistory]:
+    """The id and history of the one child workflow of `parent`'s latest run."""
+    ((_, child_id),) = _children(await parent.fetch_history())
+    return child_id, await _history(client, child_id)
+
+
+def _closed_by(history: WorkflowHistory) -> str:
+    """How a workflow run closed (the name of its last event's type)."""
+    return EventType.Name(history.events[-1].event_type)
+
+
+def test_9b_a_stop_of_the_parent_ends_its_child_workflow_and_the_resume_goes_on_inside_it(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    marker = unique("childwait")
+    checkout = _checkout(tmp_path, f"while [ ! -f go ]; do sleep 0.2; : {marker}; done")
+    runs = runs_for(time_skipping, checkout)
+
+    async def scenario() -> dict[str, Any]:
+        async with build_worker(runs.client, runs.task_queue):
+            handle = await runs.start(run_input(runs, "parent"))
+            for _ in range(int(WAIT_SECONDS / 0.1)):
+                if processes_with(marker):
+                    break
+                await asyncio.sleep(0.1)
+            assert processes_with(marker), "the child's check did not start"
+            seen = {
+                "status": await handle.query(LoopWorkflow.status),
+                "events": (await handle.query(LoopWorkflow.events, 0)).events,
+            }
+            await runs.stop("parent")
+            seen["stopped"] = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+            seen["first"] = await _only_child(runs.client, handle)
+            (checkout / "go").write_text("", encoding="utf-8")
+            carry = seen["stopped"].carry
+            resumed = await runs.start(run_input(runs, "parent", carry=carry))
+            seen["done"] = await asyncio.wait_for(resumed.result(), WAIT_SECONDS)
+            seen["second"] = await _only_child(runs.client, resumed)
+            return seen
+
+    seen = time_skipping.run(scenario())
+
+    # While the child waits, the parent's status shows where the child is, and its
+    # events hold the child's (depth 1) as they came.
+    status = seen["status"]
+    assert (status["status"], status["current_state"]) == ("running", "count")
+    (place,) = status["head"]["sub_loops"]
+    assert (place["loop_name"], place["current_state"]) == ("child", "check")
+    entered = [e["state"] for e in seen["events"] if e["event"] == "state_enter"]
+    assert entered == ["count", "first", "bump", "check"]
+    assert [e.get("depth") for e in seen["events"] if e["event"] == "state_enter"] == [
+        None,
+        1,
+        1,
+        1,
+    ]
+    # The stop ended the child workflow (its action cancelled) and the parent, the
+    # child's place kept; the resume ran a new child workflow from `check` on.
+    stopped, done = seen["stopped"], seen["done"]
+    assert stopped.state["status"] == "interrupted"
+    (saved,) = stopped.state["head"]["sub_loops"]
+    assert saved["current_state"] == "check"
+    (first_id, first), (second_id, second) = seen["first"], seen["second"]
+    assert first_id != second_id
+    assert _closed_by(first) == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED"
+    assert "EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED" in {
+        EventType.Name(event.event_type) for event in first.events
+    }
+    assert _activities(first) == ["ll-loop.run_action"] * 3  # first, bump, check (cut off)
+    assert _activities(second) == ["ll-loop.run_action"] * 3  # check, bump, check
+    assert done.state["status"] == "completed"
+    assert done.state["captured"]["said"]["output"] == "reached 2"
+    steps = (checkout / "child-steps").read_text().splitlines()
+    assert steps == ["first", "bump", "check", "check", "bump", "check"]
