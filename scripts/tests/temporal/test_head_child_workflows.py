@@ -22,7 +22,7 @@ try:
     from temporalio.client import Client, WorkflowHistory
     from workflow_support import checkout_with, run_input, runs_for, unique
 
-    from little_loops.fsm.temporal.payloads import RunOutcome
+    from little_loops.fsm.temporal.payloads import ResumeSignal, RunOutcome
     from little_loops.fsm.temporal.worker import build_worker
     from little_loops.fsm.temporal.workflow import LoopWorkflow
 except ImportError:  # no temporalio: the server fixture skips, or fails in CI, saying so
@@ -191,3 +191,76 @@ def test_9b_a_stop_of_the_parent_ends_its_child_workflow_and_the_resume_goes_on_
     assert done.state["captured"]["said"]["output"] == "reached 2"
     steps = (checkout / "child-steps").read_text().splitlines()
     assert steps == ["first", "bump", "check", "check", "bump", "check"]
+
+
+HANDOFF_PARENT = """\
+name: parent
+initial: before
+states:
+  before:
+    action: "echo before >> marks"
+    next: go
+  go:
+    loop: child
+    on_yes: after
+    on_no: failed
+  after:
+    action: "echo after >> marks"
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+HANDOFF_CHILD = """\
+name: child
+initial: one
+states:
+  one:
+    action: "echo one >> marks"
+    next: ask
+  ask:
+    action: >-
+      echo ask >> marks;
+      test -f handed-off || { touch handed-off; echo 'CONTEXT_HANDOFF: carry on'; }
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_9f_a_handoff_in_a_child_workflow_pauses_the_run_and_resume_reruns_only_its_state(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    checkout = checkout_with(tmp_path, "parent", HANDOFF_PARENT)
+    write_loop(checkout, "child", HANDOFF_CHILD)
+    runs = runs_for(time_skipping, checkout)
+
+    async def scenario() -> tuple[RunOutcome, RunOutcome, WorkflowHistory]:
+        async with build_worker(runs.client, runs.task_queue):
+            handle = await runs.start(run_input(runs, "parent"))
+            paused = None
+            for _ in range(int(WAIT_SECONDS / 0.1)):
+                paused = await handle.query(LoopWorkflow.outcome)
+                if paused is not None:
+                    break
+                await asyncio.sleep(0.1)
+            assert paused is not None, "the run did not pause"
+            await handle.signal(LoopWorkflow.resume, ResumeSignal())
+            done: RunOutcome = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+            return paused, done, await handle.fetch_history()
+
+    paused, done, history = time_skipping.run(scenario())
+
+    assert (paused.state["status"], paused.state["current_state"]) == (
+        "awaiting_continuation",
+        "go",
+    )
+    (record,) = paused.state["head"]["sub_loops"]
+    assert record["current_state"] == "ask"
+    assert record["handoff_context"] == {"prompt": "carry on", "count": 1, "state": "ask"}
+    assert done.state["status"] == "completed"
+    assert done.state["current_state"] == "done"
+    # Two child workflows, one per entry into the child; the second starts at `ask`.
+    assert [kind for kind, _ in _children(history)] == ["ll-loop.child", "ll-loop.child"]
+    marks = (checkout / "marks").read_text().splitlines()
+    assert marks == ["before", "one", "ask", "ask", "after"]
