@@ -264,3 +264,92 @@ def test_9f_a_handoff_in_a_child_workflow_pauses_the_run_and_resume_reruns_only_
     assert [kind for kind, _ in _children(history)] == ["ll-loop.child", "ll-loop.child"]
     marks = (checkout / "marks").read_text().splitlines()
     assert marks == ["before", "one", "ask", "ask", "after"]
+
+
+NESTED_PARENT = """\
+name: parent
+initial: go
+states:
+  go:
+    loop: mid
+    on_yes: done
+    on_no: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+NESTED_MID = """\
+name: mid
+initial: before
+states:
+  before:
+    action: "echo mid-before >> marks"
+    next: inner
+  inner:
+    loop: leaf
+    on_yes: after
+    on_no: failed
+  after:
+    action: "echo mid-after >> marks"
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+NESTED_LEAF = """\
+name: leaf
+initial: one
+states:
+  one:
+    action: "echo leaf-one >> marks"
+    next: wait
+  wait:
+    action: "echo leaf-wait >> marks; WAIT"
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_9b_a_grandchild_is_a_child_workflow_of_the_child_and_resume_lands_inside_it(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    marker = unique("leafwait")
+    checkout = checkout_with(tmp_path, "parent", NESTED_PARENT)
+    write_loop(checkout, "mid", NESTED_MID)
+    wait = f"while [ ! -f go ]; do sleep 0.2; : {marker}; done"
+    write_loop(checkout, "leaf", NESTED_LEAF.replace("WAIT", wait))
+    runs = runs_for(time_skipping, checkout)
+
+    async def scenario() -> dict[str, Any]:
+        async with build_worker(runs.client, runs.task_queue):
+            handle = await runs.start(run_input(runs, "parent"))
+            for _ in range(int(WAIT_SECONDS / 0.1)):
+                if processes_with(marker):
+                    break
+                await asyncio.sleep(0.1)
+            assert processes_with(marker), "the leaf's wait did not start"
+            seen: dict[str, Any] = {"events": (await handle.query(LoopWorkflow.events, 0)).events}
+            await runs.stop("parent")
+            seen["stopped"] = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+            _, mid = await _only_child(runs.client, handle)
+            seen["grandchildren"] = _children(mid)
+            (checkout / "go").write_text("", encoding="utf-8")
+            carry = seen["stopped"].carry
+            resumed = await runs.start(run_input(runs, "parent", carry=carry))
+            seen["done"] = await asyncio.wait_for(resumed.result(), WAIT_SECONDS)
+            return seen
+
+    seen = time_skipping.run(scenario())
+
+    entered = [(e["state"], e.get("depth")) for e in seen["events"] if e["event"] == "state_enter"]
+    assert entered == [("go", None), ("before", 1), ("inner", 1), ("one", 2), ("wait", 2)]
+    ((kind, _),) = seen["grandchildren"]
+    assert kind == "ll-loop.child"
+    stopped = seen["stopped"]
+    assert stopped.state["status"] == "interrupted"
+    mid_place, leaf_place = stopped.state["head"]["sub_loops"]
+    assert (mid_place["loop_name"], mid_place["current_state"]) == ("mid", "inner")
+    assert (leaf_place["loop_name"], leaf_place["current_state"]) == ("leaf", "wait")
+    assert seen["done"].state["status"] == "completed"
+    marks = (checkout / "marks").read_text().splitlines()
+    assert marks == ["mid-before", "leaf-one", "leaf-wait", "leaf-wait", "mid-after"]
