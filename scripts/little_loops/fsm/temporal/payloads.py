@@ -248,12 +248,12 @@ class ChildProgress:
 @dataclass
 class ChildRunOutput:
     """How a child workflow ended (`requests.ChildEnded` as JSON values: `ending` the
-    `Ending`'s fields, `result` the `ExecutionResult.to_dict()`), the run's rate-limit
-    memory as it left it, and the progress not told yet (`events`, `records`)."""
+    `Ending`'s fields, `result` the `ExecutionResult.to_dict()`, with its captures), the
+    run's rate-limit memory as it left it, and the progress not told yet (`events`,
+    `records`)."""
 
     ending: dict[str, Any]
     result: dict[str, Any]
-    captured: dict[str, Any]
     spending: dict[str, Any]
     handoff_count: int = 0
     limit_wait: dict[str, Any] | None = None

@@ -122,10 +122,11 @@ class ChildWorkflows:
 
 def child_ended(output: ChildRunOutput) -> ChildEnded:
     """The `ChildEnded` a child workflow sent back."""
+    result = ExecutionResult(**output.result)
     return ChildEnded(
         ending=Ending(**output.ending),
-        result=ExecutionResult(**output.result),
-        captured=output.captured,
+        result=result,
+        captured=result.captured,
         spending=RunSpending.from_dict(output.spending),
         handoff_count=output.handoff_count,
         limit_wait=output.limit_wait,
@@ -145,7 +146,6 @@ def child_output(
     return ChildRunOutput(
         ending={name: getattr(ended.ending, name) for name in _ENDING_FIELDS},
         result=ended.result.to_dict(),
-        captured=ended.captured,
         spending=ended.spending.to_dict(),
         handoff_count=ended.handoff_count,
         limit_wait=ended.limit_wait,

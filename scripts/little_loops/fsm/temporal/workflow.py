@@ -445,8 +445,9 @@ class LoopWorkflow:
         return child.ended(inner)
 
     def _top_run(self) -> RunInput:
-        """The top-level run's input (a child workflow keeps its parent's)."""
-        return self._input
+        """The top-level run's input, for its sub-loops' child workflows (without where
+        this workflow run started from: a child starts from its own place)."""
+        return dataclasses.replace(self._input, carry=None, resume=None)
 
     def _logs_keep(self) -> int:
         keep = self._fsm.logs_keep
