@@ -11,20 +11,20 @@ so a parent saved meanwhile resumes inside it.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from little_loops.fsm.engine.child_worktree import ChildWorktree
 from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor
-from little_loops.fsm.engine.requests import ChildEnded, ChildSpec, Finish, Request
+from little_loops.fsm.engine.requests import ChildEnded, ChildSpec, Finish, Request, RunAction
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.step_result import Ending
 from little_loops.fsm.engine.sub_loop_record import child_record
 from little_loops.fsm.model.run_choices import RunChoices
 from little_loops.fsm.schema import FSMLoop
 
-__all__ = ["ChildRun", "ParentCore", "SubLoopFrame"]
+__all__ = ["AttachedWorktree", "ChildRun", "ParentCore", "SubLoopFrame", "WorktreePlace"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,31 @@ class ParentCore(Protocol):
     ) -> ParentCore: ...
 
 
+class WorktreePlace(Protocol):
+    """The worktree a child runs in (`child_worktree.ChildWorktree`, `AttachedWorktree`)."""
+
+    def place(self, request: Request) -> Request: ...
+
+    def record(self) -> dict[str, str] | None: ...
+
+
+@dataclass(frozen=True)
+class AttachedWorktree:
+    """A worktree its parent attached (`branch`, `path`), for a child run elsewhere."""
+
+    branch: str
+    path: str
+
+    def place(self, request: Request) -> Request:
+        """A child's action runs in the worktree (a deeper child's own worktree wins)."""
+        if not isinstance(request, RunAction) or request.cwd:
+            return request
+        return dataclasses.replace(request, cwd=Path(self.path))
+
+    def record(self) -> dict[str, str] | None:
+        return {"branch": self.branch, "path": self.path}
+
+
 class ChildRun:
     """One child run. `frame` is the child's own (its depth, the chain ending with its
     name); `start(core)` gives it the core that runs its loop, whose events go to
@@ -83,7 +108,7 @@ class ChildRun:
         parent_iteration: int,
         path: str,
         log_dir: Path | None = None,
-        worktree: ChildWorktree | None = None,
+        worktree: WorktreePlace | None = None,
     ) -> None:
         self.frame, self.path, self.log_dir, self.worktree = frame, path, log_dir, worktree
         self.parent_state, self.parent_iteration = parent_state, parent_iteration
@@ -145,6 +170,7 @@ class ChildRun:
             records=copy.deepcopy(self.frame.records[self._index :]),
             rate_limit=copy.deepcopy(cursor.head.rate_limit),
             log_dir=str(self.log_dir) if self.log_dir is not None else None,
+            worktree=self.worktree.record() if self.worktree is not None else None,
         )
 
     # -- the child's events and place ------------------------------------------------------

@@ -216,7 +216,8 @@ class ChildSpec:
     and its `dialect`; its name, file and the parent state that runs it; its `depth` and
     the loop names from the top (`chain`); `records`: its place and its descendants'
     (the run's `head.sub_loops` from its level on); the run's rate-limit memory (§7.6);
-    `log_dir`: where its actions' logs go (None: none kept)."""
+    `log_dir`: where its actions' logs go (None: none kept); `worktree`: the `branch` and
+    `path` of the worktree it runs in (`worktree:`, §4.6; None: none)."""
 
     loop: dict[str, Any]
     dialect: str
@@ -229,6 +230,7 @@ class ChildSpec:
     records: list[dict[str, Any]]
     rate_limit: dict[str, Any]
     log_dir: str | None
+    worktree: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)

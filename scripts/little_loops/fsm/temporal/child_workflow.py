@@ -6,7 +6,8 @@ the `ChildSpec` (the prepared loop, the place it starts or resumes at, its depth
 chain): its actions, judging, checkpoints and waits are activities and timers of its own
 history, served as the loop workflow serves them, and a grandchild is a child workflow of
 its own. The top-level run's settings (handoff, logs, checkout, task queue) stay its
-parent's.
+parent's. A `worktree:` child's actions run in the worktree its parent attached (by an
+activity on the checkout's host, `worktree_activities`), named in its spec.
 
 Its events (with `depth`) and its place go to the parent as `child_progress` signals, in
 order, sent by a task of their own while the child goes on; the last ones come back with
@@ -30,7 +31,7 @@ from temporalio.exceptions import TemporalError
 with workflow.unsafe.imports_passed_through():
     from pathlib import Path
 
-    from little_loops.fsm.engine.child_run import ChildRun, SubLoopFrame
+    from little_loops.fsm.engine.child_run import AttachedWorktree, ChildRun, SubLoopFrame
     from little_loops.fsm.engine.core import RunCore
     from little_loops.fsm.engine.requests import ChildSpec, Finish
     from little_loops.fsm.engine.run_guards import RunGuards
@@ -117,12 +118,14 @@ class ChildLoopWorkflow(LoopWorkflow):
         self._records = [{} for _ in range(spec.depth - 1)] + copy.deepcopy(spec.records)
         frame = SubLoopFrame(spec.depth, tuple(spec.chain), self._records, self._tell)
         log_dir = Path(spec.log_dir) if spec.log_dir is not None else None
+        worktree = spec.worktree
         run = ChildRun(
             frame,
             parent_state=spec.parent_state,
             parent_iteration=spec.parent_iteration,
             path=spec.path,
             log_dir=log_dir,
+            worktree=AttachedWorktree(worktree["branch"], worktree["path"]) if worktree else None,
         )
         run.start(self._child_core(spec, run, frame, log_dir))
         return run

@@ -35,6 +35,8 @@ __all__ = [
     "SpawnInput",
     "SpawnOutput",
     "WorkspaceInput",
+    "WorktreeInput",
+    "WorktreeOutput",
     "cursor_from_dict",
     "cursor_to_dict",
     "guards_from_dict",
@@ -139,6 +141,8 @@ class ActionInput:
     # HEAD files: more flags for a prompt action's claude; stop an action silent that long.
     claude_flags: list[str] = field(default_factory=list)
     idle_timeout: float | None = None
+    # A `worktree:` sub-loop's action runs in its worktree (None: in the checkout).
+    cwd: str | None = None
 
 
 @dataclass
@@ -219,6 +223,27 @@ class ChildOutput:
     loop: dict[str, Any] | None = None
     dialect: str = "legacy"
     path: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class WorktreeInput:
+    """Attach a worktree of `branch` for a `worktree:` sub-loop (`label` names it), or
+    detach the one at `path` (§4.6), in the checkout on its host."""
+
+    checkout: str
+    loops_dir: str
+    branch: str = ""
+    label: str = ""
+    path: str | None = None
+
+
+@dataclass
+class WorktreeOutput:
+    """The attached worktree (`path`, and the checkout it stands in for), or why not."""
+
+    path: str | None = None
+    origin: str | None = None
     error: str | None = None
 
 

@@ -21,6 +21,7 @@ from little_loops.fsm.temporal.activities import ACTIVITIES
 from little_loops.fsm.temporal.child_workflow import ChildLoopWorkflow
 from little_loops.fsm.temporal.scope_registry import ScopeRegistry
 from little_loops.fsm.temporal.workflow import LoopWorkflow
+from little_loops.fsm.temporal.worktree_activities import WORKTREE_ACTIVITIES
 
 __all__ = ["HEARTBEAT_THROTTLE", "Roles", "build_worker", "workflow_runner"]
 
@@ -63,7 +64,7 @@ def build_worker(client: Client, task_queue: str, roles: Roles | None = None) ->
         client,
         task_queue=task_queue,
         workflows=workflows if roles.workflows else [],
-        activities=ACTIVITIES if roles.activities else [],
+        activities=[*ACTIVITIES, *WORKTREE_ACTIVITIES] if roles.activities else [],
         workflow_runner=workflow_runner(),
         max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,

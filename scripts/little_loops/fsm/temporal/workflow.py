@@ -54,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
         Checkpoint,
         ChildEnded,
         ChildLoadFailed,
+        DetachWorktree,
         EvaluateWithIO,
         FingerprintPaths,
         Finish,
@@ -66,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
         RunChild,
         Sleep,
         WaitUntil,
+        WorktreeAttached,
     )
     from little_loops.fsm.engine.run_guards import RunGuards
     from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler, HandoffResult
@@ -92,6 +94,8 @@ with workflow.unsafe.imports_passed_through():
         SpawnInput,
         SpawnOutput,
         WorkspaceInput,
+        WorktreeInput,
+        WorktreeOutput,
         cursor_from_dict,
         guards_from_dict,
     )
@@ -292,7 +296,9 @@ class LoopWorkflow:
         if isinstance(request, RunChild):
             return await self._run_child(core, request)
         if isinstance(request, AttachWorktree):
-            return ChildLoadFailed(WORKTREE_ON_TEMPORAL)
+            return await self._attach_worktree(core, request)
+        if isinstance(request, DetachWorktree):
+            return await self._detach_worktree(core, request)
         raise TypeError(f"the Temporal engine cannot serve {type(request).__name__}")
 
     # -- the requests -------------------------------------------------------------------
@@ -308,6 +314,7 @@ class LoopWorkflow:
             resume_session=request.resume_session,
             claude_flags=list(request.claude_flags),
             idle_timeout=request.idle_timeout,
+            cwd=str(request.cwd) if request.cwd is not None else None,
             logs_keep=self._logs_keep(),
             logs_in_use=_logs_in_use(core.cursor),
         )
@@ -443,6 +450,38 @@ class LoopWorkflow:
             child.submit(await self._serve(core, inner))
             inner = child.next_request()
         return child.ended(inner)
+
+    async def _attach_worktree(
+        self, core: RunCore, request: AttachWorktree
+    ) -> WorktreeAttached | ChildLoadFailed:
+        """A `worktree:` sub-loop's worktree, attached on the checkout's host (its child
+        then runs as a child workflow); a run from before that change refuses it."""
+        if not workflow.patched(CHILD_WORKFLOWS):
+            return ChildLoadFailed(WORKTREE_ON_TEMPORAL)
+        run = self._input
+        asked = WorktreeInput(run.checkout, run.loops_dir, request.branch, request.label)
+        try:
+            attached: WorktreeOutput = await self._host_activity(
+                "ll-loop.attach_worktree", asked, WorktreeOutput, core
+            )
+        except ActivityError as exc:
+            failure = self._activity_failure(exc)
+            return ChildLoadFailed(f"worktree of branch '{request.branch}': {failure}")
+        if attached.path is None:
+            return ChildLoadFailed(attached.error or f"no worktree of '{request.branch}'")
+        return WorktreeAttached(Path(attached.path), Path(attached.origin or run.checkout))
+
+    async def _detach_worktree(self, core: RunCore, request: DetachWorktree) -> str | None:
+        """Remove a sub-loop's worktree on the checkout's host; None, or why not."""
+        run = self._input
+        asked = WorktreeInput(run.checkout, run.loops_dir, path=str(request.path))
+        try:
+            failure: str | None = await self._host_activity(
+                "ll-loop.detach_worktree", asked, str, core
+            )
+        except ActivityError as exc:
+            return self._activity_failure(exc)
+        return failure
 
     def _top_run(self) -> RunInput:
         """The top-level run's input, for its sub-loops' child workflows (without where
