@@ -77,8 +77,8 @@ class ChildWorkflows:
         self, run: RunInput, request: RunChild, stopped: Callable[[], None]
     ) -> ChildEnded:
         """Run `request`'s child as a child workflow to its end. `run`: the top-level
-        run's input; `stopped()` tells the parent's core a stop came before the child
-        could start."""
+        run's input; `stopped()` tells the parent's core a stop came (before the child
+        could start, or as it ended)."""
         child = request.child
         spec = child.spec()
         info = workflow.info()
@@ -117,6 +117,8 @@ class ChildWorkflows:
             message = f"the sub-loop's workflow {child_id} failed: {exc.cause or exc}"
             return _ended_unrun(spec, Ending("error", message))
         child.relay(output.events, output.records)
+        if workflow.cancellation_reason() is not None:
+            stopped()  # a stop that came as the child ended normally stops the parent too
         return child_ended(output)
 
 
