@@ -16,6 +16,9 @@ else (routing, guards, pure evaluators, signals) runs here, deterministically.
   events from number `since` on, so a client can show progress as a local run does.
 - Every `continue_as_new_every` states the run continues as new, carrying its cursor
   and guards, so the history stays bounded.
+- A HEAD sub-loop's child (`RunChild`) runs as a child workflow (`child_workflow`,
+  `sub_loop_children`): its actions are in its own history, its events and place come
+  back as `child_progress` signals, and a `stop` of this run stops it too.
 
 Upgrades: a change that alters which activities or timers a run asks for is guarded by
 `workflow.patched` (the run core's changes through its `revised` hook, named in
@@ -108,6 +111,7 @@ with workflow.unsafe.imports_passed_through():
 
 __all__ = ["WORKFLOW_NAME", "WORKTREE_ON_TEMPORAL", "LoopWorkflow"]
 
+# A `worktree:` sub-loop of a run from before sub-loops became child workflows (replayed).
 WORKTREE_ON_TEMPORAL = (
     "a sub-loop's worktree: is not supported on the Temporal engine (run this loop locally)"
 )
