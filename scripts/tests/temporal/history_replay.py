@@ -10,7 +10,9 @@ upgrade only if their histories still replay, so such a change must be guarded w
 
 `histories/<loop>.json` holds one history per example loop in `.loops/` that runs
 without Claude, and `histories/scenario-*.json` the paths no example takes: the two
-workflow runs of a loop that continued as new, and a run stopped during an action. They
+workflow runs of a loop that continued as new, a run stopped during an action, and
+`subloop-demo` with its sub-loop as a child workflow (its own `subloop-demo.json` was
+recorded before, when the child ran inside the parent's workflow, and is kept). They
 are in Temporal's JSON form (`WorkflowHistory.to_json()`, the same as
 `temporal workflow show --output json`). Record them again with
 `python scripts/tests/temporal/record_histories.py [LOOP ...]` after an intended,
@@ -126,15 +128,18 @@ def _unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-async def record(client: Client, project: Path, loop_name: str) -> Recording:
+async def record(
+    client: Client, project: Path, loop_name: str, workflow_id: str | None = None
+) -> Recording:
     """Run `loop_name` in `project` with a worker in this process, resuming each pause
-    with a prompt, and fetch the run's history once it has ended."""
+    with a prompt, and fetch the run's history once it has ended. `workflow_id`: the
+    run's (default: a fresh one), for a history whose commands name it."""
     task_queue = _unique(f"record-{loop_name}")
     async with build_worker(client, task_queue):
         handle = await client.start_workflow(
             LoopWorkflow.run,
             run_input(client, project, loop_name, task_queue),
-            id=_unique(f"record-{loop_name}"),
+            id=workflow_id or _unique(f"record-{loop_name}"),
             task_queue=task_queue,
         )
         outcome, resumes = await _until_done(handle)
@@ -212,4 +217,14 @@ async def _until_action_runs(handle: WorkflowHandle[Any, Any]) -> None:
             await asyncio.sleep(0.1)
 
 
-SCENARIOS = (record_continue_as_new, record_stop)
+async def record_child_workflow(client: Client, project: Path) -> dict[str, ClientHistory]:
+    """`subloop-demo` since a sub-loop is a child workflow (`CHILD_WORKFLOWS`): the
+    parent's history, which starts the child's workflow (its own history is not kept:
+    the replay test replays the loop workflow). The child's id is made of the parent's,
+    so the run has the id `load_history` gives its replay."""
+    name = "scenario-subloop-child-workflow"
+    recording = await record(client, project, "subloop-demo", workflow_id=f"recorded-{name}")
+    return {name: recording.history}
+
+
+SCENARIOS = (record_continue_as_new, record_stop, record_child_workflow)

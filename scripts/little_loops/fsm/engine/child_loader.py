@@ -55,15 +55,18 @@ def _one_line(exc: LoopError) -> str:
     return "; ".join(line.strip() for line in exc.user_lines() if line.strip())
 
 
-def attach_worktree(branch: str, loops_dir: Path, label: str) -> WorktreeAttached | ChildLoadFailed:
-    """A sub-loop's fresh worktree of `branch` (§4.6), or why there is none."""
+def attach_worktree(
+    branch: str, loops_dir: Path, label: str, cwd: Path | None = None
+) -> WorktreeAttached | ChildLoadFailed:
+    """A sub-loop's fresh worktree of `branch` (§4.6), or why there is none. `cwd`: the
+    project's directory (None: this process's)."""
     try:
-        path = add_worktree(branch, loops_dir, label)
+        path = add_worktree(branch, loops_dir, label, cwd)
     except WorktreeError as exc:
         return ChildLoadFailed(f"worktree of branch '{branch}': {exc}")
-    return WorktreeAttached(path, Path.cwd())
+    return WorktreeAttached(path, cwd if cwd is not None else Path.cwd())
 
 
-def detach_worktree(path: Path) -> str | None:
+def detach_worktree(path: Path, cwd: Path | None = None) -> str | None:
     """Remove a sub-loop's worktree; None, or why it could not be removed."""
-    return remove_worktree(path)
+    return remove_worktree(path, cwd)

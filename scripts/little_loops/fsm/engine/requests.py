@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.schema import FSMLoop, LLMConfig, StateConfig
@@ -19,7 +20,10 @@ from little_loops.fsm.signal_detector import SignalScan
 __all__ = [
     "AttachWorktree",
     "Checkpoint",
+    "ChildEnded",
     "ChildLoadFailed",
+    "ChildSpec",
+    "ChildToRun",
     "DetachWorktree",
     "EvaluateWithIO",
     "FingerprintPaths",
@@ -30,6 +34,7 @@ __all__ = [
     "LoadedChild",
     "Request",
     "RunAction",
+    "RunChild",
     "Sleep",
     "WaitUntil",
     "WorktreeAttached",
@@ -173,6 +178,77 @@ class DetachWorktree:
 
 
 @dataclass(frozen=True)
+class ChildEnded:
+    """How a sub-loop's child ended, wherever it ran: its `ending` and `result`, what it
+    captured and spent, its handoffs and usage-limit wait (kept when it pauses),
+    whether it ended on a `FATAL_ERROR` signal (which fails the whole run, §9f), and the
+    run's rate-limit memory as a child run elsewhere left it (None: the run's own object
+    was used, §7.6)."""
+
+    ending: Ending
+    result: ExecutionResult
+    captured: dict[str, Any]
+    spending: RunSpending
+    handoff_count: int = 0
+    limit_wait: dict[str, Any] | None = None
+    fatal: bool = False
+    rate_limit: dict[str, Any] | None = None
+
+
+class ChildToRun(Protocol):
+    """A sub-loop's child as its parent's core built it (`child_run.ChildRun`)."""
+
+    def next_request(self) -> Request: ...
+
+    def submit(self, result: Any = None) -> None: ...
+
+    def ended(self, finish: Finish) -> ChildEnded: ...
+
+    def relay(self, events: list[dict[str, Any]], records: list[dict[str, Any]]) -> None: ...
+
+    def spec(self) -> ChildSpec: ...
+
+
+@dataclass(frozen=True)
+class ChildSpec:
+    """What a child needs to run elsewhere, as JSON values: the prepared loop
+    (`FSMLoop.to_dict()`: bound context, clamped clock and budget, the run's LLM choices)
+    and its `dialect`; its name, file and the parent state that runs it; its `depth` and
+    the loop names from the top (`chain`); `records`: its place and its descendants'
+    (the run's `head.sub_loops` from its level on); the run's rate-limit memory (§7.6);
+    `log_dir`: where its actions' logs go (None: none kept); `worktree`: the `branch` and
+    `path` of the worktree it runs in (`worktree:`, §4.6; None: none)."""
+
+    loop: dict[str, Any]
+    dialect: str
+    name: str
+    path: str
+    parent_state: str
+    parent_iteration: int
+    depth: int
+    chain: tuple[str, ...]
+    records: list[dict[str, Any]]
+    rate_limit: dict[str, Any]
+    log_dir: str | None
+    worktree: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class RunChild:
+    """Run a sub-loop's child to its end (spec §4); submit its `ChildEnded`.
+
+    A driver runs it in this process by serving the child's own requests in turn
+    (`child.next_request()` / `child.submit(...)`) until its `Finish`, then submits
+    `child.ended(finish)`: the child's events and place reach the run as they happen.
+    A driver that runs it elsewhere (a Temporal child workflow) starts it from
+    `child.spec()` (a `ChildSpec`: the prepared loop, its saved place, ...), hands the
+    child's progress to `child.relay(events, records)` as it comes, and submits the
+    `ChildEnded` it sends back."""
+
+    child: ChildToRun
+
+
+@dataclass(frozen=True)
 class Finish:
     """The run is over: `result` is what it returns (`loop_complete` was emitted)."""
 
@@ -190,6 +266,7 @@ Request = (
     | WaitUntil
     | HandOff
     | LoadChild
+    | RunChild
     | AttachWorktree
     | DetachWorktree
     | Finish

@@ -37,6 +37,7 @@ from little_loops.fsm.engine.evaluation_step import judge
 from little_loops.fsm.engine.requests import (
     AttachWorktree,
     Checkpoint,
+    ChildEnded,
     DetachWorktree,
     EvaluateWithIO,
     FingerprintPaths,
@@ -46,6 +47,7 @@ from little_loops.fsm.engine.requests import (
     LoadChild,
     Request,
     RunAction,
+    RunChild,
     Sleep,
     WaitUntil,
 )
@@ -249,6 +251,15 @@ class FSMExecutor:
             except queue.Empty:
                 continue
 
+    def _run_child(self, request: RunChild) -> ChildEnded:
+        """A sub-loop's child runs here: its requests are served in turn, as the run's."""
+        child = request.child
+        inner = child.next_request()
+        while not isinstance(inner, Finish):
+            child.submit(self._serve(inner))
+            inner = child.next_request()
+        return child.ended(inner)
+
     def _serve_sub_loop(self, request: LoadChild | AttachWorktree | DetachWorktree) -> Any:
         loops_dir = self.guards.loops_dir or Path(".loops")
         if isinstance(request, LoadChild):
@@ -305,6 +316,8 @@ class FSMExecutor:
         if isinstance(request, WaitUntil):
             self._wait_until(request.until)
             return None
+        if isinstance(request, RunChild):
+            return self._run_child(request)
         if isinstance(request, LoadChild | AttachWorktree | DetachWorktree):
             return self._serve_sub_loop(request)
         assert isinstance(request, HandOff) and self.handoff_handler is not None

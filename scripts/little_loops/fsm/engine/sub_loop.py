@@ -1,9 +1,10 @@
 """A `loop:` state (spec §4): its child loop runs to its end as one step of the parent.
 
-The child is a child cursor of the same core: a nested `RunCore` whose requests (run an
-action, sleep, hand off, load a grandchild...) pass through the parent to the driver
-unchanged, so the driver needs nothing new but `LoadChild`. Its events reach the run's
-callback with `depth`; its place is kept in the top-level cursor's `head.sub_loops`
+The parent loads the child (`LoadChild`), binds it and builds its run (`child_run`: a
+nested `RunCore`), then hands that run to the driver (`RunChild`): the local driver
+serves the child's requests (run an action, sleep, hand off, a grandchild...) in turn,
+the Temporal workflow runs it as a child workflow. Its events reach the run's callback
+with `depth`; its place is kept in the top-level cursor's `head.sub_loops`
 (`sub_loop_record`), refreshed at each of its routes, so a saved parent resumes inside
 it. Its spending rolls up into the parent's when it ends or pauses, and the run's budget
 caps it. A `worktree:` state runs it in a worktree of another branch (`child_worktree`).
@@ -19,9 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Generator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from little_loops.fsm.engine.child_binding import (
     ChildBindingError,
@@ -36,14 +35,14 @@ from little_loops.fsm.engine.child_outcome import (
     route_target,
     write_back,
 )
+from little_loops.fsm.engine.child_run import ChildRun, ParentCore, SubLoopFrame
 from little_loops.fsm.engine.child_worktree import ChildWorktree
-from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor, StepContext
-from little_loops.fsm.engine.requests import Finish, LoadChild, LoadedChild, Request
+from little_loops.fsm.engine.context import RunCursor, StepContext
+from little_loops.fsm.engine.requests import ChildEnded, LoadChild, LoadedChild, Request, RunChild
 from little_loops.fsm.engine.routing import RoutingError, no_route_message, resolve_target
 from little_loops.fsm.engine.run_guards import RunGuards
-from little_loops.fsm.engine.step_result import Ending, ExecutionResult
+from little_loops.fsm.engine.step_result import Ending
 from little_loops.fsm.engine.sub_loop_record import (
-    child_record,
     matching_record,
     restore_guards,
     restored_cursor,
@@ -51,7 +50,6 @@ from little_loops.fsm.engine.sub_loop_record import (
 from little_loops.fsm.interpolation import InterpolationError, interpolate
 from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.model.log_names import action_log_name
-from little_loops.fsm.model.run_choices import RunChoices
 from little_loops.fsm.schema import FSMLoop
 
 __all__ = ["MAX_SUB_LOOP_DEPTH", "SubLoopFrame", "run_sub_loop"]
@@ -64,49 +62,6 @@ _PAUSING = frozenset({"signal", "handoff", "usage_limited"})
 _BUDGET = "budget_exhausted"  # `core.BUDGET` (core imports this module)
 
 _Sub = Generator[Request, Any, Ending | None]
-
-
-@dataclass(frozen=True)
-class SubLoopFrame:
-    """Where a core sits in a chain of sub-loops: `depth` (0 for the top-level run), the
-    loop names from the top (`chain`), the top-level cursor's `head.sub_loops`
-    (`records`, shared by every level) and the run's event callback (`root_emit`)."""
-
-    depth: int
-    chain: tuple[str, ...]
-    records: list[dict[str, Any]]
-    root_emit: EventCallback
-
-
-class ParentCore(Protocol):
-    """What a sub-loop needs of the run core (`core.RunCore`, which imports this module)."""
-
-    fsm: FSMLoop
-    clock: Clock
-    cursor: RunCursor
-    guards: RunGuards
-    sub_loop_frame: SubLoopFrame | None
-    choices: RunChoices
-
-    @property
-    def event_callback(self) -> EventCallback: ...
-
-    def elapsed_ms(self) -> int: ...
-
-    def next_request(self) -> Request: ...
-
-    def submit(self, result: Any = None) -> None: ...
-
-    def nested(
-        self,
-        fsm: FSMLoop,
-        *,
-        cursor: RunCursor,
-        guards: RunGuards,
-        emit: EventCallback,
-        frame: SubLoopFrame,
-        log_dir: Path | None,
-    ) -> ParentCore: ...
 
 
 def top_frame(core: ParentCore) -> SubLoopFrame:
@@ -159,7 +114,8 @@ def _child_name(sc: StepContext, state: HeadStateConfig) -> str | ChildOutcome:
 
 
 class _ChildRun:
-    """One run of a child: built, driven through the parent, brought back."""
+    """One run of a child, from its parent's side: prepared, handed to the driver
+    (`RunChild`: run here, or elsewhere), brought back."""
 
     def __init__(
         self,
@@ -174,8 +130,6 @@ class _ChildRun:
         self.chain, self.path = chain, loaded.path
         self.parent_state = sc.cursor.current_state
         self.loop: FSMLoop = loaded.loop
-        self.events: list[dict[str, Any]] = []
-        self.child: ParentCore | None = None
         self.worktree = ChildWorktree(sc, state, f"{core.fsm.name}-{self.parent_state}")
 
     def run(self, saved: dict[str, Any] | None) -> _Sub:
@@ -187,17 +141,13 @@ class _ChildRun:
             failed = yield from self.worktree.attach(saved, fsm.context)
             if failed is not None:
                 return _come_back(self.sc, self.state, failed, {}, [])
-        child = self.child = self._nested(fsm, cursor, guards)
-        self._keep_place(None)
-        request = child.next_request()
-        while not isinstance(request, Finish):
-            child.submit((yield self.worktree.place(request)))
-            request = child.next_request()
-        ending = request.ending
-        paused = ending.terminated_by in _PAUSING or self._run_budget_spent(child, ending)
+        child = self._nested(fsm, cursor, guards)
+        ended: ChildEnded = yield RunChild(child)
+        ending = ended.ending
+        paused = ending.terminated_by in _PAUSING or self._run_budget_spent(ended)
         if not paused:
             yield from self.worktree.detach()
-        return self._ended(ending, request.result, paused=paused)
+        return self._ended(ended, child, paused=paused)
 
     def _prepare(self, saved: dict[str, Any] | None) -> tuple[FSMLoop, RunCursor, RunGuards]:
         """The child loop as it runs here (bound context, clamped clock), its cursor and
@@ -239,115 +189,76 @@ class _ChildRun:
         cursor.head.rate_limit = self.sc.cursor.head.rate_limit
         return fsm, cursor, guards
 
-    def _nested(self, fsm: FSMLoop, cursor: RunCursor, guards: RunGuards) -> ParentCore:
+    def _nested(self, fsm: FSMLoop, cursor: RunCursor, guards: RunGuards) -> ChildRun:
         depth = self.frame.depth + 1
         frame = SubLoopFrame(depth, self.chain, self.frame.records, self.frame.root_emit)
         log_dir = self.sc.log_dir
         if log_dir is not None:  # beside the parent's logs, never over them
             name = action_log_name(self.sc.cursor.iteration, self.parent_state)
             log_dir = log_dir / f"{name.removesuffix('.log')}.sub-{depth}"
-        return self.core.nested(
-            fsm, cursor=cursor, guards=guards, emit=self._emit, frame=frame, log_dir=log_dir
-        )
-
-    def _emit(self, event: dict[str, Any]) -> None:
-        """A child event: `depth` added (a deeper one keeps its own), the child's place
-        refreshed at its routes before the run's callback (persistence) sees them."""
-        if "depth" not in event:
-            event = {**event, "depth": self.frame.depth + 1}
-            kind = event.get("event")
-            if kind == "route":
-                self._keep_place(str(event["to"]))
-            elif kind in ("loop_start", "handoff_continued"):
-                self._keep_place(None)  # (a continued handoff's state runs again, prompted)
-        self.events.append(event)
-        self.frame.root_emit(event)
-
-    def _keep_place(self, next_state: str | None) -> None:
-        child = self.child
-        assert child is not None
-        record = child_record(
+        child = ChildRun(
+            frame,
             parent_state=self.parent_state,
-            loop_name=self.chain[-1],
-            loop_path=self.path,
-            cursor=child.cursor,
-            guards=child.guards,
-            context=child.fsm.context,
-            timeout=child.fsm.timeout,
-            elapsed_ms=child.elapsed_ms(),
-            next_state=next_state,
+            parent_iteration=self.sc.cursor.iteration,
+            path=self.path,
+            log_dir=log_dir,
+            worktree=self.worktree,
         )
-        worktree = self.worktree.record()
-        if worktree is not None:  # removed by a resume, which attaches a fresh one
-            record["worktree"] = worktree
-        records, index = self.frame.records, self.frame.depth
-        if index < len(records):
-            records[index] = record  # deeper places stay: a resumed grandchild needs its own
-        else:
-            records.append(record)
+        core = self.core.nested(
+            fsm, cursor=cursor, guards=guards, emit=child.emit, frame=frame, log_dir=log_dir
+        )
+        child.start(core)
+        return child
 
-    def _ended(self, ending: Ending, result: ExecutionResult, *, paused: bool) -> Ending | None:
+    def _ended(self, ended: ChildEnded, child: ChildRun, *, paused: bool) -> Ending | None:
         """The whole run ends (its place kept when it may go on), or the parent routes."""
-        child = self.child
-        assert child is not None
+        ending = ended.ending
+        if ended.rate_limit is not None:  # a child run elsewhere: its memory comes back
+            memory = self.sc.cursor.head.rate_limit
+            memory.clear()
+            memory.update(ended.rate_limit)
         if paused:
-            self._pause(ending)
+            self._pause(ended)
             return ending
         del self.frame.records[self.frame.depth :]
-        self._roll_up(child)
-        if ending.terminated_by == "signal_stop" or self._fatal(child, ending):
+        self._roll_up(ended)
+        if ending.terminated_by == "signal_stop" or ended.fatal:
             return ending
-        outcome = outcome_of(result, child.fsm)
-        return _come_back(self.sc, self.state, outcome, child.cursor.captured, self.events)
+        outcome = outcome_of(ended.result, self.loop)
+        return _come_back(self.sc, self.state, outcome, ended.captured, child.events)
 
-    def _pause(self, ending: Ending) -> None:
+    def _pause(self, ended: ChildEnded) -> None:
         """Keep the child's place: a handoff's state runs again with its prompt, a usage
         limit's wait goes on; an interruption's place is the last route's."""
         record = self.frame.records[self.frame.depth]
-        child = self.child
-        assert child is not None
+        ending = ended.ending
         if ending.terminated_by == "handoff":
             self.sc.cursor.handoff_count += 1
             record["handoff_context"] = {
                 "prompt": ending.continuation_prompt or "",
-                "count": child.cursor.handoff_count,
-                "state": child.cursor.current_state,
+                "count": ended.handoff_count,
+                "state": ended.result.final_state,
             }
-            record["counters"]["handoff_count"] = child.cursor.handoff_count
-        record["limit_wait"] = child.cursor.limit_wait
+            record["counters"]["handoff_count"] = ended.handoff_count
+        record["limit_wait"] = ended.limit_wait
         # What it spent so far is the run's now; the resumed child counts from nothing.
-        self._roll_up(child)
+        self._roll_up(ended)
         record["spending"] = {}
 
-    def _run_budget_spent(self, child: ParentCore, ending: Ending) -> bool:
+    def _run_budget_spent(self, ended: ChildEnded) -> bool:
         """Whether the child stopped at the run's budget (not only its own): the whole
         run stops there, and a resume with a higher budget goes on inside the child."""
         budget = self.core.fsm.max_cost_usd
-        if ending.terminated_by != _BUDGET or budget is None:
+        if ended.ending.terminated_by != _BUDGET or budget is None:
             return False
-        return self.sc.cursor.spending.cost_usd + child.cursor.spending.cost_usd >= budget
+        return self.sc.cursor.spending.cost_usd + ended.spending.cost_usd >= budget
 
-    def _roll_up(self, child: ParentCore) -> None:
-        spent = child.cursor.spending
+    def _roll_up(self, ended: ChildEnded) -> None:
+        spent = ended.spending
         if spent.anything:
             parent = self.sc.cursor.spending
             parent.add(spent.cost_usd, spent.to_dict()["tokens"])
             parent.priced = parent.priced and spent.priced
-
-    @staticmethod
-    def _fatal(child: ParentCore, ending: Ending) -> bool:
-        """Whether the child ended on a `FATAL_ERROR` signal (which fails the whole run)."""
-        if ending.terminated_by != "error":
-            return False
-        entries = child.guards.errors.entries
-        last = entries[-1] if entries else None
-        cursor = child.cursor
-        return (
-            last is not None
-            and last.source == "fatal_error"
-            and last.state == cursor.current_state
-            and last.iteration == cursor.iteration
-        )
 
 
 def _come_back(

@@ -24,31 +24,32 @@ class WorktreeError(Exception):
     """A worktree that could not be added (the message says why, in one line)."""
 
 
-def add_worktree(branch: str, loops_dir: Path, label: str) -> Path:
-    """A fresh worktree of `branch` (which must exist); its absolute path."""
-    path = (
-        loops_dir / ".worktrees" / f"{_UNSAFE.sub('_', label)}-{uuid.uuid4().hex[:8]}"
-    ).resolve()
+def add_worktree(branch: str, loops_dir: Path, label: str, cwd: Path | None = None) -> Path:
+    """A fresh worktree of `branch` (which must exist); its absolute path. `cwd`: the
+    repository's directory (None: this process's), which a relative `loops_dir` is in."""
+    base = loops_dir if cwd is None else cwd / loops_dir
+    path = (base / ".worktrees" / f"{_UNSAFE.sub('_', label)}-{uuid.uuid4().hex[:8]}").resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
-    _git("worktree", "add", "--quiet", str(path), branch)
+    _git("worktree", "add", "--quiet", str(path), branch, cwd=cwd)
     return path
 
 
-def remove_worktree(path: Path) -> str | None:
+def remove_worktree(path: Path, cwd: Path | None = None) -> str | None:
     """Remove the worktree at `path` (its branch stays); None, or why it could not be."""
     try:
-        _git("worktree", "remove", "--force", str(path))
+        _git("worktree", "remove", "--force", str(path), cwd=cwd)
     except WorktreeError as exc:
         return str(exc)
     return None
 
 
-def _git(*args: str) -> None:
+def _git(*args: str, cwd: Path | None = None) -> None:
     environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     try:
         completed = subprocess.run(
             ["git", *args],
             env=environment,
+            cwd=cwd,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,

@@ -102,7 +102,8 @@ NOTIFY_WAIT_SECONDS = 75.0
 async def run_action(request: ActionInput) -> ActionOutput:
     """Run one action; see the module docstring."""
     _stop_left_over(activity.info().heartbeat_details)
-    runner = DefaultActionRunner(cwd=request.checkout, output_cap=OUTPUT_TAIL_BYTES)
+    cwd = request.cwd or request.checkout  # a `worktree:` sub-loop's action: its worktree
+    runner = DefaultActionRunner(cwd=cwd, output_cap=OUTPUT_TAIL_BYTES)
     groups: list[ActionGroup] = []
     runner.on_group_running = groups.append
     marker_lines = _MarkerLines(SignalDetector())

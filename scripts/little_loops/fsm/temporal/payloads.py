@@ -13,6 +13,7 @@ from typing import Any
 
 from little_loops.fsm.engine.context import RunCursor
 from little_loops.fsm.engine.head_memory import HeadMemory
+from little_loops.fsm.engine.requests import ChildSpec
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.model.run_choices import RunChoices
@@ -34,6 +35,8 @@ __all__ = [
     "SpawnInput",
     "SpawnOutput",
     "WorkspaceInput",
+    "WorktreeInput",
+    "WorktreeOutput",
     "cursor_from_dict",
     "cursor_to_dict",
     "guards_from_dict",
@@ -138,6 +141,8 @@ class ActionInput:
     # HEAD files: more flags for a prompt action's claude; stop an action silent that long.
     claude_flags: list[str] = field(default_factory=list)
     idle_timeout: float | None = None
+    # A `worktree:` sub-loop's action runs in its worktree (None: in the checkout).
+    cwd: str | None = None
 
 
 @dataclass
@@ -219,6 +224,68 @@ class ChildOutput:
     dialect: str = "legacy"
     path: str | None = None
     error: str | None = None
+
+
+@dataclass
+class WorktreeInput:
+    """Attach a worktree of `branch` for a `worktree:` sub-loop (`label` names it), or
+    detach the one at `path` (§4.6), in the checkout on its host."""
+
+    checkout: str
+    loops_dir: str
+    branch: str = ""
+    label: str = ""
+    path: str | None = None
+
+
+@dataclass
+class WorktreeOutput:
+    """The attached worktree (`path`, and the checkout it stands in for), or why not."""
+
+    path: str | None = None
+    origin: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class ChildRunInput:
+    """A HEAD sub-loop's child as a child workflow (`RunChild`): `run` is the top-level
+    run's input (its checkout, task queue, limits and loop, whose handoff and log
+    settings the child keeps), `parent_id` the workflow its progress goes to, `spec` the
+    child (`ChildSpec`: its prepared loop, its place, its depth and chain)."""
+
+    run: RunInput
+    parent_id: str
+    spec: ChildSpec
+
+
+@dataclass
+class ChildProgress:
+    """A child workflow's progress, told to its parent (signal `child_progress`): its
+    new events (with `depth`) and its place and its descendants' (`records`: the run's
+    `head.sub_loops` from its level on)."""
+
+    child_id: str
+    events: list[dict[str, Any]]
+    records: list[dict[str, Any]]
+
+
+@dataclass
+class ChildRunOutput:
+    """How a child workflow ended (`requests.ChildEnded` as JSON values: `ending` the
+    `Ending`'s fields, `result` the `ExecutionResult.to_dict()`, with its captures), the
+    run's rate-limit memory as it left it, and the progress not told yet (`events`,
+    `records`)."""
+
+    ending: dict[str, Any]
+    result: dict[str, Any]
+    spending: dict[str, Any]
+    handoff_count: int = 0
+    limit_wait: dict[str, Any] | None = None
+    fatal: bool = False
+    rate_limit: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

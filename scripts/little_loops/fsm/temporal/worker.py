@@ -18,8 +18,10 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from little_loops.fsm.temporal.activities import ACTIVITIES
+from little_loops.fsm.temporal.child_workflow import ChildLoopWorkflow
 from little_loops.fsm.temporal.scope_registry import ScopeRegistry
 from little_loops.fsm.temporal.workflow import LoopWorkflow
+from little_loops.fsm.temporal.worktree_activities import WORKTREE_ACTIVITIES
 
 __all__ = ["HEARTBEAT_THROTTLE", "Roles", "build_worker", "workflow_runner"]
 
@@ -53,14 +55,16 @@ class Roles:
 
 
 def build_worker(client: Client, task_queue: str, roles: Roles | None = None) -> Worker:
-    """A worker for `task_queue` with the loop workflow and the checkout's scope registry,
-    the loop's activities, or both (`roles`, default both)."""
+    """A worker for `task_queue` with the loop workflow (and its sub-loops' child
+    workflow) and the checkout's scope registry, the loop's activities, or both
+    (`roles`, default both)."""
     roles = roles or Roles()
+    workflows = [LoopWorkflow, ChildLoopWorkflow, ScopeRegistry]
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[LoopWorkflow, ScopeRegistry] if roles.workflows else [],
-        activities=ACTIVITIES if roles.activities else [],
+        workflows=workflows if roles.workflows else [],
+        activities=[*ACTIVITIES, *WORKTREE_ACTIVITIES] if roles.activities else [],
         workflow_runner=workflow_runner(),
         max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,

@@ -16,6 +16,9 @@ else (routing, guards, pure evaluators, signals) runs here, deterministically.
   events from number `since` on, so a client can show progress as a local run does.
 - Every `continue_as_new_every` states the run continues as new, carrying its cursor
   and guards, so the history stays bounded.
+- A HEAD sub-loop's child (`RunChild`) runs as a child workflow (`child_workflow`,
+  `sub_loop_children`): its actions are in its own history, its events and place come
+  back as `child_progress` signals, and a `stop` of this run stops it too.
 
 Upgrades: a change that alters which activities or timers a run asks for is guarded by
 `workflow.patched` (the run core's changes through its `revised` hook, named in
@@ -52,7 +55,9 @@ with workflow.unsafe.imports_passed_through():
     from little_loops.fsm.engine.requests import (
         AttachWorktree,
         Checkpoint,
+        ChildEnded,
         ChildLoadFailed,
+        DetachWorktree,
         EvaluateWithIO,
         FingerprintPaths,
         Finish,
@@ -62,8 +67,10 @@ with workflow.unsafe.imports_passed_through():
         LoadedChild,
         Request,
         RunAction,
+        RunChild,
         Sleep,
         WaitUntil,
+        WorktreeAttached,
     )
     from little_loops.fsm.engine.run_guards import RunGuards
     from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler, HandoffResult
@@ -79,6 +86,7 @@ with workflow.unsafe.imports_passed_through():
         CheckpointInput,
         ChildInput,
         ChildOutput,
+        ChildProgress,
         EventsPage,
         JudgeInput,
         NotifyInput,
@@ -89,13 +97,21 @@ with workflow.unsafe.imports_passed_through():
         SpawnInput,
         SpawnOutput,
         WorkspaceInput,
+        WorktreeInput,
+        WorktreeOutput,
         cursor_from_dict,
         guards_from_dict,
     )
     from little_loops.fsm.temporal.run_record import FINAL_STATUS, RunRecord, resumed_cursor
+    from little_loops.fsm.temporal.sub_loop_children import (
+        CHILD_WORKFLOWS,
+        PROGRESS_SIGNAL,
+        ChildWorkflows,
+    )
 
 __all__ = ["WORKFLOW_NAME", "WORKTREE_ON_TEMPORAL", "LoopWorkflow"]
 
+# A `worktree:` sub-loop of a run from before sub-loops became child workflows (replayed).
 WORKTREE_ON_TEMPORAL = (
     "a sub-loop's worktree: is not supported on the Temporal engine (run this loop locally)"
 )
@@ -148,12 +164,18 @@ class LoopWorkflow:
         self._activities = 0  # activities scheduled in this workflow run
         self._to_tell: list[NotifyInput] = []  # notifications not sent yet, in order
         self._telling: asyncio.Task[None] | None = None  # sends them, one at a time
+        self._children = ChildWorkflows()  # the sub-loops' child workflows it waits for
 
     # -- signals and queries ------------------------------------------------------------
 
     @workflow.signal
     def resume(self, signal: ResumeSignal) -> None:
         self._resume = signal
+
+    @workflow.signal(name=PROGRESS_SIGNAL)
+    def child_progress(self, progress: ChildProgress) -> None:
+        """A sub-loop's child workflow tells its events and place (`sub_loop_children`)."""
+        self._children.relay(progress)
 
     @workflow.query
     def status(self) -> dict[str, Any] | None:
@@ -275,8 +297,12 @@ class LoopWorkflow:
             return await self._hand_off(core, request)
         if isinstance(request, LoadChild):
             return await self._load_child(core, request)
+        if isinstance(request, RunChild):
+            return await self._run_child(core, request)
         if isinstance(request, AttachWorktree):
-            return ChildLoadFailed(WORKTREE_ON_TEMPORAL)
+            return await self._attach_worktree(core, request)
+        if isinstance(request, DetachWorktree):
+            return await self._detach_worktree(core, request)
         raise TypeError(f"the Temporal engine cannot serve {type(request).__name__}")
 
     # -- the requests -------------------------------------------------------------------
@@ -292,6 +318,7 @@ class LoopWorkflow:
             resume_session=request.resume_session,
             claude_flags=list(request.claude_flags),
             idle_timeout=request.idle_timeout,
+            cwd=str(request.cwd) if request.cwd is not None else None,
             logs_keep=self._logs_keep(),
             logs_in_use=_logs_in_use(core.cursor),
         )
@@ -415,6 +442,55 @@ class LoopWorkflow:
         if loaded.loop is None:
             return ChildLoadFailed(loaded.error or f"sub-loop '{request.name}' not loaded")
         return LoadedChild(loop_from_dict(loaded.loop, loaded.dialect), loaded.path or "")
+
+    async def _run_child(self, core: RunCore, request: RunChild) -> ChildEnded:
+        """A HEAD sub-loop's child runs as a child workflow (`sub_loop_children`); a run
+        from before that change runs it here, its requests served as this run's."""
+        if workflow.patched(CHILD_WORKFLOWS):
+            return await self._children.run(self._top_run(), request, core.request_shutdown)
+        child = request.child
+        inner = child.next_request()
+        while not isinstance(inner, Finish):
+            child.submit(await self._serve(core, inner))
+            inner = child.next_request()
+        return child.ended(inner)
+
+    async def _attach_worktree(
+        self, core: RunCore, request: AttachWorktree
+    ) -> WorktreeAttached | ChildLoadFailed:
+        """A `worktree:` sub-loop's worktree, attached on the checkout's host (its child
+        then runs as a child workflow); a run from before that change refuses it."""
+        if not workflow.patched(CHILD_WORKFLOWS):
+            return ChildLoadFailed(WORKTREE_ON_TEMPORAL)
+        run = self._input
+        asked = WorktreeInput(run.checkout, run.loops_dir, request.branch, request.label)
+        try:
+            attached: WorktreeOutput = await self._host_activity(
+                "ll-loop.attach_worktree", asked, WorktreeOutput, core
+            )
+        except ActivityError as exc:
+            failure = self._activity_failure(exc)
+            return ChildLoadFailed(f"worktree of branch '{request.branch}': {failure}")
+        if attached.path is None:
+            return ChildLoadFailed(attached.error or f"no worktree of '{request.branch}'")
+        return WorktreeAttached(Path(attached.path), Path(attached.origin or run.checkout))
+
+    async def _detach_worktree(self, core: RunCore, request: DetachWorktree) -> str | None:
+        """Remove a sub-loop's worktree on the checkout's host; None, or why not."""
+        run = self._input
+        asked = WorktreeInput(run.checkout, run.loops_dir, path=str(request.path))
+        try:
+            failure: str | None = await self._host_activity(
+                "ll-loop.detach_worktree", asked, str, core
+            )
+        except ActivityError as exc:
+            return self._activity_failure(exc)
+        return failure
+
+    def _top_run(self) -> RunInput:
+        """The top-level run's input, for its sub-loops' child workflows (without where
+        this workflow run started from: a child starts from its own place)."""
+        return dataclasses.replace(self._input, carry=None, resume=None)
 
     def _logs_keep(self) -> int:
         keep = self._fsm.logs_keep
