@@ -147,7 +147,7 @@ def run_command(
     if background:
         return _start_background(path, fsm, options, follow=follow, loop_arg=loop_arg)
     with _take_lock(fsm, options) as lock:
-        display = _display(fsm, options)
+        display = progress_display(fsm, options)
         # Printed by the display, which keeps the run going if stdout goes away.
         display.preamble = [
             f"Running loop: {fsm.name}",
@@ -227,7 +227,7 @@ def resume_command(
     with _take_lock(fsm, options, wait=_lock_wait(persistence)) as lock:
         with contextlib.suppress(OSError):  # then the first write fails and says why
             persistence.remove_crash_leftovers()
-        display = _display(fsm, options)
+        display = progress_display(fsm, options)
         executor = _executor(fsm, display, lock, persistence, run_choices(options))
         executor.budget_override = options.max_cost
         executor.notify_override = options.notify
@@ -242,7 +242,7 @@ def resume_command(
         for pgid in stop_orphans(saved, loop_arg):
             Logger(quiet=options.quiet).warning(stopped_line(pgid))
         # Shown on the first event, so a refused resume prints only its reason.
-        display.preamble = _resume_header(saved, fsm)
+        display.preamble = resume_header(saved, fsm)
         result = _execute(executor, display, executor.resume_checked)
         return report_run(result, fsm, loop_arg, display, quiet=options.quiet)
 
@@ -290,7 +290,7 @@ def _execute(
         raise
 
 
-def _display(fsm: FSMLoop, options: RunOptions) -> ProgressDisplay:
+def progress_display(fsm: FSMLoop, options: RunOptions) -> ProgressDisplay:
     return ProgressDisplay(
         max_iterations=fsm.max_iterations,
         verbose=options.verbose,
@@ -319,7 +319,7 @@ def _executor(
     )
 
 
-def _resume_header(saved: LoopState, fsm: FSMLoop) -> list[str]:
+def resume_header(saved: LoopState, fsm: FSMLoop) -> list[str]:
     lines = [
         f"Resuming loop '{fsm.name}' from state '{saved.current_state}' "
         f"(iteration {saved.current_iteration()})"

@@ -146,7 +146,7 @@ def resume_temporal(loop_arg: str, options: RunOptions, *, prompt: str | None = 
     apply_overrides(fsm, options)
 
     async def resume(runs: LoopRuns) -> int:
-        from little_loops.cli.cmd_run import _resume_header
+        from little_loops.cli.cmd_run import resume_header
         from little_loops.fsm.temporal.payloads import ResumeSignal
 
         signal_ = ResumeSignal(
@@ -160,7 +160,7 @@ def resume_temporal(loop_arg: str, options: RunOptions, *, prompt: str | None = 
             since = await _resume_open(runs, fsm, signal_, options)
         else:
             since = await _resume_closed(runs, fsm, signal_, options)
-        preamble = _resume_header(saved, fsm) if saved is not None else []
+        preamble = resume_header(saved, fsm) if saved is not None else []
         return await _follow_and_report(runs, loop_arg, fsm, options, preamble, since=since)
 
     return _run_async(resume)
@@ -267,12 +267,12 @@ async def _follow_and_report(
 ) -> int:
     """Show the run's progress as a local run shows it, then its summary and exit code.
     Ctrl-C and SIGTERM stop the run (workflow cancellation), as they stop a local one."""
-    from little_loops.cli.cmd_run import _display
+    from little_loops.cli.cmd_run import progress_display
     from little_loops.cli.run_report import report_run
     from little_loops.fsm.executor import ExecutionResult
     from little_loops.fsm.temporal.presence import NoWorkflowWorkerError, stop_pending
 
-    display = _display(fsm, options)
+    display = progress_display(fsm, options)
     display.preamble = preamble
     loop = asyncio.get_running_loop()
     stops: list[asyncio.Future[None]] = []
@@ -420,7 +420,7 @@ def history_temporal(
     loop_arg: str, *, tail: int = 50, output: str = "lines", query: EventFilter | None = None
 ) -> int:
     """`ll-loop history --engine temporal <loop>`: the events the workflow kept."""
-    from little_loops.cli.cmd_history import _print_events
+    from little_loops.cli.cmd_history import print_events
     from little_loops.cli.history_query import EventFilter
 
     name = loop_name_for(loop_arg)
@@ -437,7 +437,7 @@ def history_temporal(
     if not found:
         write_line("[]" if output == "json" else f"No history for: {loop_arg}")
         return OK
-    _print_events(found, tail, output, query or EventFilter())
+    print_events(found, tail, output, query or EventFilter())
     return OK
 
 

@@ -126,7 +126,7 @@ def cap_output(text: str, cap: int = STATE_OUTPUT_CAP, log_path: str | None = No
     return cap_text_bytes(text, cap, log_path)
 
 
-def _capped_result(result: dict[str, Any]) -> dict[str, Any]:
+def capped_result(result: dict[str, Any]) -> dict[str, Any]:
     """A copy of an action result with long `output`/`stderr` cut for the state file."""
     copy = dict(result)
     log_path = copy.get("log_path")
@@ -139,10 +139,10 @@ def _capped_result(result: dict[str, Any]) -> dict[str, Any]:
     return copy
 
 
-def _capped_captured(captured: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def capped_captured(captured: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     # A loaded reference state may hold non-object captured values: they are kept as they are.
     return {
-        name: _capped_result(value) if isinstance(value, dict) else value
+        name: capped_result(value) if isinstance(value, dict) else value
         for name, value in captured.items()
     }
 
@@ -158,9 +158,9 @@ def _capped_head(head: dict[str, Any]) -> dict[str, Any]:
 
 def _capped_place(place: dict[str, Any]) -> dict[str, Any]:
     capped = dict(place)
-    capped["captured"] = _capped_captured(place.get("captured") or {})
+    capped["captured"] = capped_captured(place.get("captured") or {})
     prev = place.get("prev_result")
-    capped["prev_result"] = _capped_result(prev) if isinstance(prev, dict) else prev
+    capped["prev_result"] = capped_result(prev) if isinstance(prev, dict) else prev
     return capped
 
 
@@ -468,8 +468,8 @@ class PersistentExecutor:
             loop_name=self.fsm.name,
             current_state=current_state,
             iteration=executor.iteration,
-            captured=_capped_captured(executor.captured),
-            prev_result=_capped_result(prev) if prev is not None else None,
+            captured=capped_captured(executor.captured),
+            prev_result=capped_result(prev) if prev is not None else None,
             last_result=self._last_result,
             started_at=executor.started_at,
             updated_at="",
