@@ -35,7 +35,7 @@ from little_loops.cli.output import DIAGRAM_FORMATS, Logger, standard_streams, w
 from little_loops.cli.output import silence_stdout as _silence_stdout
 
 if TYPE_CHECKING:
-    from little_loops.cli.cmd_run import RunOptions
+    from little_loops.cli.run_options import RunOptions
 
 SUBCOMMANDS = (
     "run",
@@ -417,7 +417,7 @@ def _since(text: str) -> object:
 
 
 def _run_options(args: argparse.Namespace) -> RunOptions:
-    from little_loops.cli.cmd_run import RunOptions
+    from little_loops.cli.run_options import RunOptions
 
     return RunOptions(
         max_iterations=args.max_iterations,
