@@ -1,6 +1,9 @@
-"""`ll-loop run` and `ll-loop resume`: load, override, run with progress, report, exit.
+"""`ll-loop run` and `ll-loop resume` on this machine: load, apply the run's settings,
+run with progress, report, exit.
 
-Both commands share the run machinery: the loop lock (one run per loop name, no two
+The run's settings (`RunOptions.settings`) are applied to a copy of the loaded loop and
+given to the `PersistentExecutor` at construction; the loaded loop is never changed. Both
+commands share the run machinery: the loop lock (one run per loop name, no two
 loops sharing a scope; see `fsm.locking`), taken before any file of the loop is touched
 and held until the run ends (or handed over to a spawned session), a `PersistentExecutor`
 whose events feed the progress display, SIGINT/SIGTERM turned into a clean shutdown, and

@@ -1,5 +1,6 @@
 """`--engine temporal`: `run`, `resume`, `status`, `stop`, `list --running`, `history` and
-`ll-loop worker` against a Temporal server (`little_loops.fsm.temporal`).
+`ll-loop worker` against a Temporal server (`little_loops.fsm.temporal`). The dispatch
+reaches the first six through `temporal_backend.TemporalBackend` (the `RunBackend` seam).
 
 Each command is one plain function returning an exit code, as for the local engine, and
 prints what the local command prints: a run's progress comes from the events the workflow
