@@ -216,3 +216,10 @@ def test_a_refusal_of_the_temporal_backend_reaches_no_server_and_imports_no_temp
     assert finished.stderr == (
         "ll-loop history: error: --engine temporal: --runs and --run are local only\n"
     )
+
+
+def test_the_dispatch_has_one_function_for_each_subcommand_the_parser_knows() -> None:
+    from little_loops.cli import app
+
+    assert sorted(dispatch.COMMANDS) == sorted(app.SUBCOMMANDS)
+    assert app.COMMANDS is dispatch.COMMANDS  # where the table was before the split
