@@ -1,41 +1,34 @@
-"""`ll-loop` entry point: argument parsing, the shorthand rewrite, dispatch, error boundary.
+"""`ll-loop`'s command line: the parser, and the entry point that runs it.
 
-`main_loop(argv)` is the only entry; it never raises. User mistakes (`LoopError`) become
-their one-line messages and exit 1 (a loop that may not start now, `LoopBusyError`: 6);
-argparse usage errors exit 2; Ctrl-C exits 130; a closed stdout (`ll-loop list | head -1`)
-exits 141 without a word; anything else is a bug: one line on stderr and the traceback in
-a file.
+`build_parser()` is every subcommand with its flags and help texts; `rewrite_shorthand`
+turns `ll-loop <loop> ...` into `ll-loop run <loop> ...`. `main_loop(argv)` is the only
+entry; it parses, hands the parsed command to `dispatch.py`, and never raises: argparse
+usage errors exit 2; Ctrl-C exits 130; a closed stdout (`ll-loop list | head -1`) exits
+141 without a word; any other exception becomes its line and exit code in
+`error_boundary.py`.
 
 Start-up stays short (`ll-loop --help` is measured in `benchmarks/`): this module imports
-only argparse and the light `cli` helpers; each subcommand's module, and with it the loop
-engine, is imported when that subcommand runs.
+only argparse and the light `cli` helpers; the dispatch, each subcommand's module, and with
+them the loop engine, are imported when a subcommand runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
-import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from collections.abc import Callable, Sequence
+from typing import TypeAlias
 
 from little_loops import __version__
 from little_loops.cli.exit_codes import (
     BROKEN_PIPE,
-    BUSY,
     EXIT_CODE_TABLE,
     FAILED,
     INTERRUPTED,
     USAGE,
 )
-from little_loops.cli.output import DIAGRAM_FORMATS, Logger, standard_streams, write_error_line
+from little_loops.cli.output import DIAGRAM_FORMATS, standard_streams, write_error_line
 from little_loops.cli.output import silence_stdout as _silence_stdout
-
-if TYPE_CHECKING:
-    from little_loops.cli.cmd_run import RunOptions
 
 SUBCOMMANDS = (
     "run",
@@ -413,213 +406,6 @@ def _since(text: str) -> object:
     return since_argument(text)
 
 
-# --- dispatch --------------------------------------------------------------------------
-
-
-def _run_options(args: argparse.Namespace) -> RunOptions:
-    from little_loops.cli.cmd_run import RunOptions
-
-    return RunOptions(
-        max_iterations=args.max_iterations,
-        max_continuations=getattr(args, "max_continuations", None),
-        no_llm=args.no_llm,
-        llm_model=args.llm_model,
-        quiet=args.quiet,
-        verbose=args.verbose,
-        queue=args.queue,
-        stall_threshold=args.stall_threshold,
-        max_cost=args.max_cost,
-        context=tuple(getattr(args, "context", None) or ()),
-        notify=args.notify,
-        max_steps=args.max_steps,
-        input=getattr(args, "input", None),
-    )
-
-
-# Each command imports its module when it runs (see the module docstring).
-
-
-def _on_temporal(a: argparse.Namespace) -> bool:
-    """Whether this command goes to the Temporal engine (`--engine`, else LL_ENGINE)."""
-    from little_loops.cli.temporal_engine import engine_choice
-
-    return engine_choice(getattr(a, "engine", None)) == "temporal"
-
-
-def _run(a: argparse.Namespace) -> int:
-    from little_loops.cli.cmd_run import run_command
-
-    if a.follow and not a.background:
-        return _usage_error("run", "--follow needs --background")
-    if _on_temporal(a):
-        from little_loops.cli.temporal_engine import run_temporal
-
-        if a.background or a.dry_run:
-            return _usage_error("run", "--engine temporal: use --detach (no --background)")
-        return run_temporal(a.loop, _run_options(a), detach=a.detach)
-    if a.detach:
-        return _usage_error("run", "--detach needs --engine temporal (locally: --background)")
-    return run_command(
-        a.loop, _run_options(a), dry_run=a.dry_run, background=a.background, follow=a.follow
-    )
-
-
-def _usage_error(command: str, message: str) -> int:
-    write_error_line(f"ll-loop {command}: error: {message}")
-    return USAGE
-
-
-def _resume(a: argparse.Namespace) -> int:
-    from little_loops.cli.cmd_run import resume_command
-
-    if _on_temporal(a):
-        from little_loops.cli.temporal_engine import resume_temporal
-
-        return resume_temporal(a.loop, _run_options(a), prompt=a.prompt)
-    if a.prompt is not None:
-        return _usage_error("resume", "--prompt needs --engine temporal")
-    _check_running_dir()
-    if a.follow and not a.background:
-        return _usage_error("resume", "--follow needs --background")
-    return resume_command(
-        a.loop,
-        _run_options(a),
-        background=a.background,
-        from_history=a.from_history,
-        follow=a.follow,
-    )
-
-
-def _validate(a: argparse.Namespace) -> int:
-    from little_loops.cli.cmd_validate import validate_command
-
-    return validate_command(a.loop)
-
-
-def _compile(a: argparse.Namespace) -> int:
-    from little_loops.cli.cmd_compile import compile_command
-
-    return compile_command(a.input, a.output)
-
-
-def _list(a: argparse.Namespace) -> int:
-    from little_loops.cli.cmd_inspect import list_command
-
-    if a.running and _on_temporal(a):
-        from little_loops.cli.temporal_engine import list_running_temporal
-
-        return list_running_temporal(as_json=a.json)
-    if a.running:
-        _check_running_dir()
-    from little_loops.cli.cmd_inspect import ListFilter
-
-    visibility = "all" if a.all else a.visibility
-    only = ListFilter(visibility=visibility, category=a.category, labels=tuple(a.label))
-    return list_command(running=a.running, as_json=a.json, only=only)
-
-
-def _status(a: argparse.Namespace) -> int:
-    from little_loops.cli.cmd_inspect import status_command
-
-    if _on_temporal(a):
-        from little_loops.cli.temporal_engine import status_temporal
-
-        return status_temporal(a.loop, as_json=a.json)
-    _check_running_dir()
-    return status_command(a.loop, as_json=a.json)
-
-
-def _stop(a: argparse.Namespace) -> int:
-    from little_loops.cli.cmd_stop import stop_command
-
-    if _on_temporal(a):
-        from little_loops.cli.temporal_engine import stop_temporal
-
-        return stop_temporal(a.loop)
-    _check_running_dir()
-    return stop_command(a.loop)
-
-
-def _history(a: argparse.Namespace) -> int:
-    from little_loops.cli.cmd_history import history_command
-    from little_loops.cli.history_query import EventFilter
-
-    output = "json" if a.json else "jsonl" if a.jsonl else "raw" if a.raw else "lines"
-    query = EventFilter(state=a.state, events=tuple(a.event), since=a.since)
-    if _on_temporal(a):
-        from little_loops.cli.temporal_engine import history_temporal
-
-        if a.runs or a.run is not None:
-            return _usage_error("history", "--engine temporal: --runs and --run are local only")
-        return history_temporal(a.loop, tail=a.tail, output=output, query=query)
-    _check_running_dir()
-    return history_command(
-        a.loop, tail=a.tail, output=output, query=query, list_runs=a.runs, run=a.run
-    )
-
-
-def _watch(a: argparse.Namespace) -> int:
-    from little_loops.cli.cmd_watch import watch_command
-
-    _check_running_dir()
-    return watch_command(a.loop, verbose=a.verbose, wait=a.wait)
-
-
-def _show(a: argparse.Namespace) -> int:
-    from little_loops.cli.cmd_show import show_command
-
-    return show_command(a.loop, diagram=a.diagram, as_json=a.json)
-
-
-def _schema(a: argparse.Namespace) -> int:
-    from little_loops.cli.cmd_schema import schema_command
-
-    return schema_command()
-
-
-def _fragments(a: argparse.Namespace) -> int:
-    from little_loops.cli.cmd_fragments import fragments_command
-
-    return fragments_command(a.library)
-
-
-def _worker(a: argparse.Namespace) -> int:
-    from little_loops.cli.temporal_engine import worker_command
-
-    return worker_command(
-        address=a.address,
-        namespace=a.namespace,
-        task_queue=a.task_queue,
-        workflows=not a.activities_only,
-        activities=not a.workflows_only,
-    )
-
-
-def _check_running_dir() -> None:
-    """`.loops/.running/` unusable: the line `run` gives, not a crash or "no state"."""
-    from little_loops.cli.resolve import LOOPS_DIR
-    from little_loops.cli.running_dir import check_running_dir
-
-    check_running_dir(LOOPS_DIR)
-
-
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": _run,
-    "resume": _resume,
-    "validate": _validate,
-    "compile": _compile,
-    "list": _list,
-    "status": _status,
-    "stop": _stop,
-    "history": _history,
-    "show": _show,
-    "schema": _schema,
-    "fragments": _fragments,
-    "watch": _watch,
-    "worker": _worker,
-}
-
-
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
     """The parsed arguments, or the exit code argparse chose (help: 0, usage error: 2).
 
@@ -681,7 +467,7 @@ def _refuse_misspelt_command(parser: argparse.ArgumentParser, argv: list[str]) -
         parser.error(f"unknown command '{argv[0]}' (did you mean '{nearest}'?)")
 
 
-def _dispatch(argv: list[str]) -> int:
+def _parse_and_dispatch(argv: list[str]) -> int:
     parser = build_parser()
     if not argv:
         parser.print_help(sys.stdout)
@@ -693,67 +479,28 @@ def _dispatch(argv: list[str]) -> int:
     parsed = _parse(parser, rewrite_shorthand(argv))
     if isinstance(parsed, int):
         return parsed
-    return COMMANDS[parsed.command](parsed)
+    from little_loops.cli.dispatch import dispatch
+
+    return dispatch(parsed)
 
 
-# --- error boundary --------------------------------------------------------------------
+def __getattr__(name: str) -> dict[str, Callable[[argparse.Namespace], int]]:
+    """`app.COMMANDS`: the dispatch table, where it lived before `dispatch.py` (looked up
+    when asked, so that `--help` does not import the dispatch)."""
+    if name == "COMMANDS":
+        from little_loops.cli.dispatch import COMMANDS
+
+        return COMMANDS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class _StderrAtEmitHandler(logging.Handler):
-    """Writes bare messages to whatever `sys.stderr` is when the record arrives."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        write_error_line(self.format(record))
-
-
-@contextmanager
-def _validation_warnings_to_stderr() -> Iterator[None]:
-    """Validation warnings (`[WARNING] states.x: ...`) appear as bare stderr lines."""
-    package_logger = logging.getLogger("little_loops")
-    handler = _StderrAtEmitHandler(logging.WARNING)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    old_level, old_propagate = package_logger.level, package_logger.propagate
-    package_logger.addHandler(handler)
-    package_logger.setLevel(logging.WARNING)
-    package_logger.propagate = False
-    try:
-        yield
-    finally:
-        package_logger.removeHandler(handler)
-        package_logger.setLevel(old_level)
-        package_logger.propagate = old_propagate
-
-
-def _traceback_dir() -> Path:
-    import tempfile
-
-    from little_loops.cli.resolve import LOOPS_DIR
-    from little_loops.fsm.store.state_files import RUNNING_DIR
-
-    running_dir = LOOPS_DIR / RUNNING_DIR
-    return running_dir if running_dir.is_dir() else Path(tempfile.gettempdir())
-
-
-def report_internal_error(exc: BaseException) -> None:
-    """One line for the user; the traceback goes to a file for the bug report."""
-    import traceback
-    from datetime import datetime
-
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = _traceback_dir() / f"ll-loop-crash-{stamp}-{os.getpid()}.txt"
-    text = "".join(traceback.format_exception(exc))
-    try:
-        path.write_text(text, encoding="utf-8")
-        where = f"traceback written to {path}"
-    except OSError as write_error:
-        where = f"traceback could not be written to {path}: {write_error.strerror}"
-    write_error_line(f"ll-loop: internal error: {type(exc).__name__}: {exc} ({where})")
+# --- entry -----------------------------------------------------------------------------
 
 
 def main_loop(argv: Sequence[str] | None = None) -> int:
     """Run `ll-loop` with `argv` (default: the process arguments); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    with standard_streams(), _validation_warnings_to_stderr():
+    with standard_streams():
         code = _dispatch_safely(args)
     if argv is None:
         _exit_past_temporal_client(code)
@@ -762,7 +509,7 @@ def main_loop(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch_safely(args: list[str]) -> int:
     try:
-        return _dispatch(args)
+        return _parse_and_dispatch(args)
     except KeyboardInterrupt:
         write_error_line("ll-loop: interrupted")
         return INTERRUPTED
@@ -770,7 +517,9 @@ def _dispatch_safely(args: list[str]) -> int:
         _silence_stdout()
         return BROKEN_PIPE
     except Exception as exc:
-        return _exit_for_error(exc)
+        from little_loops.cli.error_boundary import exit_for_error
+
+        return exit_for_error(exc)
 
 
 def _exit_past_temporal_client(code: int) -> None:
@@ -779,15 +528,3 @@ def _exit_past_temporal_client(code: int) -> None:
     engine = sys.modules.get("little_loops.cli.temporal_engine")
     if engine is not None and getattr(engine, "used", False):
         engine.exit_now(code)
-
-
-def _exit_for_error(exc: Exception) -> int:
-    """A user mistake (`LoopError`) is its one-line message and exit code; the rest is a bug."""
-    from little_loops.fsm.errors import LoopError
-    from little_loops.fsm.store.locking import LoopBusyError
-
-    if isinstance(exc, LoopError):
-        Logger().error_lines(exc.user_lines())
-        return BUSY if isinstance(exc, LoopBusyError) else FAILED
-    report_internal_error(exc)
-    return FAILED

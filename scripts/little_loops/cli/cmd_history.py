@@ -54,7 +54,7 @@ def history_command(
         # The reference's answer for a loop without events, known or not: exit 0.
         write_line("[]" if output == "json" else f"No history for: {loop_arg}")
         return OK
-    _print_events(events, tail, output, query)
+    print_events(events, tail, output, query)
     return OK
 
 
@@ -74,7 +74,7 @@ def _read_all(path: Path) -> list[dict[str, Any]]:
     return [event for event in events if event is not None]
 
 
-def _print_events(events: list[dict[str, Any]], tail: int, output: str, query: EventFilter) -> None:
+def print_events(events: list[dict[str, Any]], tail: int, output: str, query: EventFilter) -> None:
     owners = states_of(events)
     keep = [query.keep(event, owner) for event, owner in zip(events, owners, strict=True)]
     if output == "lines":

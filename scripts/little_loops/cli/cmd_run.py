@@ -1,6 +1,9 @@
-"""`ll-loop run` and `ll-loop resume`: load, override, run with progress, report, exit.
+"""`ll-loop run` and `ll-loop resume` on this machine: load, apply the run's settings,
+run with progress, report, exit.
 
-Both commands share the run machinery: the loop lock (one run per loop name, no two
+The run's settings (`RunOptions.settings`) are applied to a copy of the loaded loop and
+given to the `PersistentExecutor` at construction; the loaded loop is never changed. Both
+commands share the run machinery: the loop lock (one run per loop name, no two
 loops sharing a scope; see `fsm.locking`), taken before any file of the loop is touched
 and held until the run ends (or handed over to a spawned session), a `PersistentExecutor`
 whose events feed the progress display, SIGINT/SIGTERM turned into a clean shutdown, and
@@ -10,9 +13,9 @@ one summary plus an exit code derived from how the run ended (`exit_codes`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +31,13 @@ from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.plan import plan_lines
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved
 from little_loops.cli.restore_run import bring_back_from_history
+from little_loops.cli.run_options import RunOptions as RunOptions  # its old home
 from little_loops.cli.run_report import report_run
 from little_loops.cli.signals import shutdown_on_signals
 from little_loops.cli.state_efforts import state_efforts
 from little_loops.fsm.errors import RunFilesError
 from little_loops.fsm.executor import ExecutionResult
 from little_loops.fsm.model.head_loop import HeadLoop
-from little_loops.fsm.model.run_choices import RunChoices
 from little_loops.fsm.persistence import (
     RUNNING_DIR,
     ArchivedRun,
@@ -55,73 +58,21 @@ HANDOFF_LOCK_WAIT_SECONDS = 15.0
 """How long `resume` of a handed-off loop waits for the spawning run to let go of it."""
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    """Per-run overrides and display choices shared by `run` and `resume`."""
-
-    max_iterations: int | None = None
-    max_continuations: int | None = None
-    no_llm: bool = False
-    llm_model: str | None = None
-    quiet: bool = False
-    verbose: bool = False
-    queue: bool = False
-    stall_threshold: int | None = None
-    max_cost: float | None = None  # `--max-cost`: the run's budget in dollars
-    # `run --context KEY=VALUE`, in the order given (a later KEY wins).
-    context: tuple[tuple[str, str], ...] = ()
-    # `--notify CMD`: replaces the loop's `notify` for this run ("": none).
-    notify: str | None = None
-    # HEAD files: `--max-steps N` (the step cap) and `run <loop> INPUT` (positional input).
-    max_steps: int | None = None
-    input: str | None = None
-
-
 def apply_overrides(fsm: FSMLoop, options: RunOptions) -> None:
-    """Replace the loop's limit and LLM settings for this run only (never the file)."""
-    if isinstance(fsm, HeadLoop):
-        apply_head_caps(fsm, max_steps=options.max_steps, max_iterations=options.max_iterations)
-    elif options.max_steps is not None:  # a legacy loop's step cap is `max_iterations`
-        fsm.max_iterations = options.max_steps
-    if options.max_iterations is not None and not isinstance(fsm, HeadLoop):
-        fsm.max_iterations = options.max_iterations
-    if options.max_continuations is not None:
-        fsm.max_continuations = options.max_continuations
-    fsm.llm = run_choices(options).applied_to(fsm.llm)
-    if options.stall_threshold is not None:
-        fsm.stall_threshold = options.stall_threshold
-    if options.max_cost is not None:
-        fsm.max_cost_usd = options.max_cost
-    if options.notify is not None:
-        fsm.notify = options.notify or None
-
-
-def run_choices(options: RunOptions) -> RunChoices:
-    """The run's LLM choices, for the loop and every sub-loop it runs (§4.6)."""
-    return RunChoices(no_llm=options.no_llm, llm_model=options.llm_model)
-
-
-def apply_head_caps(loop: HeadLoop, *, max_steps: int | None, max_iterations: int | None) -> None:
-    """`--max-steps N` sets HEAD's step cap; `-n N` is HEAD's `max_iterations`: the step cap
-    when no `max_steps` is set (file or flag), else the cap on passes (§2.5, §7.4)."""
-    if max_steps is not None:
-        loop.max_iterations = max_steps  # where a HEAD loop keeps its step cap
-    if max_iterations is None:
-        return
-    loop.max_iterations_written = True
-    if max_steps is not None or loop.max_steps_written:
-        loop.max_passes = max_iterations
-    else:
-        loop.max_iterations = max_iterations
+    """Give `fsm` itself this run's settings (for a caller that holds the loaded loop;
+    `run` and `resume` never do this: they run `options.settings.applied_to(loop)`, a copy)."""
+    applied = options.settings.applied_to(fsm)
+    for field in dataclasses.fields(fsm):
+        setattr(fsm, field.name, getattr(applied, field.name))
 
 
 def load_for_run(loop_arg: str, options: RunOptions) -> tuple[Path, FSMLoop, dict[str, Any]]:
     """The loop to run with this run's overrides and inputs, and the context values the
     run keeps for `resume` (`--context`, and a HEAD file's positional input)."""
-    path, fsm = load_resolved(loop_arg, context_overrides=dict(options.context))
-    if options.input is not None and not isinstance(fsm, HeadLoop):
+    path, loaded = load_resolved(loop_arg, context_overrides=dict(options.context))
+    if options.input is not None and not isinstance(loaded, HeadLoop):
         raise UsageError(legacy_input_refusal(loop_arg, options.input))
-    apply_overrides(fsm, options)
+    fsm = options.settings.applied_to(loaded)
     kept = apply_run_inputs(fsm, positional=options.input, given=dict(options.context))
     return path, fsm, kept
 
@@ -147,7 +98,7 @@ def run_command(
     if background:
         return _start_background(path, fsm, options, follow=follow, loop_arg=loop_arg)
     with _take_lock(fsm, options) as lock:
-        display = _display(fsm, options)
+        display = progress_display(fsm, options)
         # Printed by the display, which keeps the run going if stdout goes away.
         display.preamble = [
             f"Running loop: {fsm.name}",
@@ -155,10 +106,7 @@ def run_command(
             "",
         ]
         persistence = StatePersistence(fsm.name, LOOPS_DIR)
-        executor = _executor(fsm, display, lock, persistence, run_choices(options))
-        executor.context_overrides = kept
-        executor.budget_override = options.max_cost
-        executor.notify_override = options.notify
+        executor = _executor(fsm, display, lock, persistence, options, context_overrides=kept)
         _say_if_unfinished(executor.archive_previous(), loop_arg)
         result = _execute(executor, display, lambda: executor.run(clear_previous=False))
         return report_run(result, fsm, loop_arg, display, quiet=options.quiet)
@@ -202,8 +150,8 @@ def resume_command(
     `background`: detach, as `run --background` does (and `follow` it).
     """
     saved_context = saved_context_overrides(loop_arg)
-    path, fsm = load_resolved(loop_arg, context_overrides=saved_context)
-    apply_overrides(fsm, options)
+    path, loaded = load_resolved(loop_arg, context_overrides=saved_context)
+    fsm = options.settings.applied_to(loaded)
     persistence = StatePersistence(fsm.name, LOOPS_DIR)
     # A damaged or missing state file is what to say first (load_state_checked raises for
     # the first); only a run that can be resumed has its HEAD inputs checked again.
@@ -227,10 +175,8 @@ def resume_command(
     with _take_lock(fsm, options, wait=_lock_wait(persistence)) as lock:
         with contextlib.suppress(OSError):  # then the first write fails and says why
             persistence.remove_crash_leftovers()
-        display = _display(fsm, options)
-        executor = _executor(fsm, display, lock, persistence, run_choices(options))
-        executor.budget_override = options.max_cost
-        executor.notify_override = options.notify
+        display = progress_display(fsm, options)
+        executor = _executor(fsm, display, lock, persistence, options)
         if from_history:
             bring_back_from_history(executor, loop_arg, Logger(quiet=options.quiet))
         saved = persistence.load_state_checked()
@@ -242,7 +188,7 @@ def resume_command(
         for pgid in stop_orphans(saved, loop_arg):
             Logger(quiet=options.quiet).warning(stopped_line(pgid))
         # Shown on the first event, so a refused resume prints only its reason.
-        display.preamble = _resume_header(saved, fsm)
+        display.preamble = resume_header(saved, fsm)
         result = _execute(executor, display, executor.resume_checked)
         return report_run(result, fsm, loop_arg, display, quiet=options.quiet)
 
@@ -290,7 +236,7 @@ def _execute(
         raise
 
 
-def _display(fsm: FSMLoop, options: RunOptions) -> ProgressDisplay:
+def progress_display(fsm: FSMLoop, options: RunOptions) -> ProgressDisplay:
     return ProgressDisplay(
         max_iterations=fsm.max_iterations,
         verbose=options.verbose,
@@ -305,12 +251,15 @@ def _executor(
     display: ProgressDisplay,
     lock: LoopLock,
     persistence: StatePersistence,
-    choices: RunChoices,
+    options: RunOptions,
+    *,
+    context_overrides: Mapping[str, Any] | None = None,
 ) -> PersistentExecutor:
     return PersistentExecutor(
         fsm,
         persistence,
-        choices=choices,
+        settings=options.settings,
+        context_overrides=context_overrides,
         event_callback=display,
         before_spawn=lock.release,  # the spawned session's `ll-loop resume` needs the lock
         # Lines go to the display only when it shows them: a callback per line costs time
@@ -319,7 +268,7 @@ def _executor(
     )
 
 
-def _resume_header(saved: LoopState, fsm: FSMLoop) -> list[str]:
+def resume_header(saved: LoopState, fsm: FSMLoop) -> list[str]:
     lines = [
         f"Resuming loop '{fsm.name}' from state '{saved.current_state}' "
         f"(iteration {saved.current_iteration()})"

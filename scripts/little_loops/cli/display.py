@@ -222,7 +222,7 @@ class ProgressDisplay:
             self._action_error = one_line(event["error"])
         exit_code = event.get("exit_code")
         if isinstance(exit_code, int) and exit_code != 0:
-            self._action_exit = (exit_code, _last_line(event.get("stderr_tail")))
+            self._action_exit = (exit_code, last_line(event.get("stderr_tail")))
 
     def _print_action_error(self) -> None:
         """The action's error on its own line: no verdict line came to carry it."""
@@ -363,7 +363,7 @@ def _seconds(seconds: float) -> str:
     return f"{seconds:g}s" if seconds < 60 else format_wait(seconds)
 
 
-def _last_line(text: object) -> str:
+def last_line(text: object) -> str:
     """The last non-blank line of `text` (an action's stderr tail), folded to one line."""
     lines = [line for line in str(text or "").splitlines() if line.strip()]
     return one_line(lines[-1]) if lines else ""

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from little_loops.cli.display import GOOD_VERDICTS, SUB_LOOP_INDENT, one_line, shorten
-from little_loops.cli.display import _last_line as last_line
+from little_loops.cli.display import GOOD_VERDICTS, SUB_LOOP_INDENT, last_line, one_line, shorten
 from little_loops.cli.history_query import event_moment
 from little_loops.cli.output import GREEN, RED, paint
 from little_loops.fsm.engine.spending import format_cost

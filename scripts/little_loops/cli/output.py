@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import TextIO
 
+from little_loops.cli.exit_codes import USAGE
+
 GREEN = "\033[32m"
 YELLOW = "\033[33m"
 RED = "\033[31m"
@@ -110,6 +112,12 @@ def write_line(text: str = "", *, stream: TextIO | None = None) -> None:
 def write_error_line(text: str) -> None:
     """Print one plain line on stderr."""
     write_line(text, stream=sys.stderr)
+
+
+def usage_error(command: str, message: str) -> int:
+    """`ll-loop <command>: error: <message>` on stderr, as argparse words it; exit 2."""
+    write_error_line(f"ll-loop {command}: error: {message}")
+    return USAGE
 
 
 class Logger:

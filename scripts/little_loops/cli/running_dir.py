@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from little_loops.fsm.store.locking import _files_error as run_files_error
+from little_loops.fsm.store.locking import run_files_error
 from little_loops.fsm.store.state_files import RUNNING_DIR
 
 

@@ -1,5 +1,6 @@
 """`--engine temporal`: `run`, `resume`, `status`, `stop`, `list --running`, `history` and
-`ll-loop worker` against a Temporal server (`little_loops.fsm.temporal`).
+`ll-loop worker` against a Temporal server (`little_loops.fsm.temporal`). The dispatch
+reaches the first six through `temporal_backend.TemporalBackend` (the `RunBackend` seam).
 
 Each command is one plain function returning an exit code, as for the local engine, and
 prints what the local command prints: a run's progress comes from the events the workflow
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
+import dataclasses
 import json
 import os
 import signal
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from little_loops.cli.cap_text import cap_line
+from little_loops.cli.engine_choice import ENGINE_ENV, engine_choice, require_temporal
 from little_loops.cli.exit_codes import FAILED, INTERRUPTED, OK, USAGE
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved, loop_name_for
@@ -32,10 +34,13 @@ from little_loops.fsm.errors import LoopError
 from little_loops.fsm.store.state_files import RUNNING_DIR
 
 if TYPE_CHECKING:
-    from little_loops.cli.cmd_run import RunOptions
     from little_loops.cli.history_query import EventFilter
+    from little_loops.cli.run_options import RunOptions
+    from little_loops.fsm.model.run_settings import RunSettings
+    from little_loops.fsm.schema import FSMLoop
+    from little_loops.fsm.store.loop_state import LoopState
     from little_loops.fsm.temporal.client import LoopRuns
-    from little_loops.fsm.temporal.payloads import RunOutcome
+    from little_loops.fsm.temporal.payloads import ResumeSignal, RunOutcome
 
 __all__ = [
     "ENGINE_ENV",
@@ -50,30 +55,10 @@ __all__ = [
     "worker_command",
 ]
 
-ENGINE_ENV = "LL_ENGINE"
-ENGINES = ("local", "temporal")
 T = TypeVar("T")
 
 used = False
 """Whether a Temporal client was made in this process (see `exit_now`)."""
-
-
-def engine_choice(flag: str | None) -> str:
-    """`--engine`, else `LL_ENGINE`, else `local`; an unknown `LL_ENGINE` is an error."""
-    engine = flag or os.environ.get(ENGINE_ENV) or "local"
-    if engine not in ENGINES:
-        raise LoopError(f"{ENGINE_ENV}={engine}: unknown engine (choose from local, temporal)")
-    if engine == "temporal":
-        require_temporal()
-    return engine
-
-
-def require_temporal() -> None:
-    """A one-line error, not a traceback, when the `temporal` extra is not installed."""
-    if importlib.util.find_spec("temporalio") is None:
-        raise LoopError(
-            'the Temporal engine needs the temporal extra: pip install "little-loops[temporal]"'
-        )
 
 
 def exit_now(code: int) -> None:
@@ -105,27 +90,28 @@ def _run_async(make: Callable[[LoopRuns], Awaitable[T]]) -> T:
 def run_temporal(loop_arg: str, options: RunOptions, *, detach: bool = False) -> int:
     """`ll-loop run --engine temporal <loop>`: start the workflow; follow it unless
     `detach`."""
-    from little_loops.cli.cmd_run import UsageError, load_for_run, run_choices
+    from little_loops.cli.cmd_run import UsageError, load_for_run
 
     try:
-        _, fsm, kept = load_for_run(loop_arg, options)  # with a HEAD file's inputs
+        _, loop, kept = load_for_run(loop_arg, options)  # with a HEAD file's inputs
     except UsageError as exc:
         write_error_line(str(exc))
         return USAGE
     from little_loops.fsm.store.run_dir import run_dir_context
 
-    run_dir = run_dir_context(fsm, LOOPS_DIR)  # HEAD: kept like --context values on resume
-    fsm.context.update(run_dir)
-    kept.update(run_dir)
+    run_dir = run_dir_context(loop, LOOPS_DIR)  # HEAD: kept like --context values on resume
+    fsm = dataclasses.replace(loop, context={**loop.context, **run_dir})
+    kept = {**kept, **run_dir}
+    settings = options.settings
 
     async def start(runs: LoopRuns) -> int:
         run = runs.run_input(
             fsm,
             os.environ,
             context_overrides=kept,
-            budget_override=options.max_cost,
-            notify_override=options.notify,
-            choices=run_choices(options),
+            budget_override=settings.max_cost_usd,
+            notify_override=settings.notify,
+            choices=settings.choices,
         )
         await _claim_scope(runs, fsm, options)
         await _start_claimed(runs, fsm, run)
@@ -140,80 +126,92 @@ def run_temporal(loop_arg: str, options: RunOptions, *, detach: bool = False) ->
 def resume_temporal(loop_arg: str, options: RunOptions, *, prompt: str | None = None) -> int:
     """`ll-loop resume --engine temporal <loop>`: signal a paused workflow, or start a
     new workflow run from where a stopped or ended one left off."""
-    from little_loops.cli.cmd_run import apply_overrides
-
-    _, fsm = load_resolved(loop_arg)
-    apply_overrides(fsm, options)
+    _, loaded = load_resolved(loop_arg)
+    name = loaded.name
 
     async def resume(runs: LoopRuns) -> int:
-        from little_loops.cli.cmd_run import _resume_header
-        from little_loops.fsm.temporal.payloads import ResumeSignal
+        from little_loops.cli.cmd_run import resume_header
 
-        signal_ = ResumeSignal(
-            prompt=prompt,
-            max_continuations=options.max_continuations,
-            max_cost_usd=options.max_cost,
-            notify=options.notify,
-        )
-        saved = _saved_state(await runs.status(fsm.name))  # as it was before the resume
-        if await runs.is_open(fsm.name):
-            since = await _resume_open(runs, fsm, signal_, options)
+        saved = _saved_state(await runs.status(name))  # as it was before the resume
+        if await runs.is_open(name):
+            since, fsm = await _resume_open(runs, loaded, options, prompt)
         else:
-            since = await _resume_closed(runs, fsm, signal_, options)
-        preamble = _resume_header(saved, fsm) if saved is not None else []
+            since, fsm = await _resume_closed(runs, loaded, options, prompt)
+        preamble = resume_header(saved, fsm) if saved is not None else []
         return await _follow_and_report(runs, loop_arg, fsm, options, preamble, since=since)
 
     return _run_async(resume)
 
 
-async def _resume_open(runs: LoopRuns, fsm: Any, signal_: Any, options: RunOptions) -> int:
-    """The workflow is open: it must be paused; signal it. Returns the first new event."""
-    from little_loops.fsm.store.persistent_executor import resume_refusal
+async def _resume_open(
+    runs: LoopRuns, loaded: FSMLoop, options: RunOptions, prompt: str | None
+) -> tuple[int, FSMLoop]:
+    """The workflow is open: it must be paused; signal it. Returns the first new event
+    and the loop as the resumed run has it."""
     from little_loops.fsm.temporal.workflow import LoopWorkflow
 
-    state = _saved_state(await runs.status(fsm.name))
+    state = _saved_state(await runs.status(loaded.name))
     if state is None or state.status != "awaiting_continuation":
         raise LoopError(
-            f"loop '{fsm.name}' is running on Temporal (workflow {runs.workflow_id(fsm.name)})"
+            f"loop '{loaded.name}' is running on Temporal "
+            f"(workflow {runs.workflow_id(loaded.name)})"
         )
-    if signal_.max_continuations is not None:
-        fsm.max_continuations = signal_.max_continuations
-    _keep_command_line(fsm, state, signal_)
-    reason = resume_refusal(state, fsm, LOOPS_DIR / RUNNING_DIR)
-    if reason is not None:
-        raise LoopError(reason)
+    settings, fsm = _resumable(loaded, state, options)
     page = await runs.ask(fsm.name, LoopWorkflow.events, 1 << 62)
     await _claim_scope(runs, fsm, options)
-    await runs.resume(fsm.name, signal_)
-    return int(page.total)
+    await runs.resume(fsm.name, _resume_signal(settings, prompt))
+    return int(page.total), fsm
 
 
-async def _resume_closed(runs: LoopRuns, fsm: Any, signal_: Any, options: RunOptions) -> int:
+async def _resume_closed(
+    runs: LoopRuns, loaded: FSMLoop, options: RunOptions, prompt: str | None
+) -> tuple[int, FSMLoop]:
     """The last workflow run closed: start a new one from its carry."""
-    from little_loops.cli.cmd_run import run_choices
-    from little_loops.fsm.store.persistent_executor import resume_refusal
-
-    outcome = await runs.closed_outcome(fsm.name)
+    outcome = await runs.closed_outcome(loaded.name)
     state = _saved_state(outcome.state if outcome is not None else None)
     if outcome is None or state is None:
-        raise LoopError(f"Nothing to resume for: {fsm.name}")
-    _keep_command_line(fsm, state, signal_)
-    reason = resume_refusal(state, fsm, LOOPS_DIR / RUNNING_DIR)
-    if reason is not None:
-        raise LoopError(reason)
+        raise LoopError(f"Nothing to resume for: {loaded.name}")
+    settings, fsm = _resumable(loaded, state, options)
     run = runs.run_input(
         fsm,
         os.environ,
         context_overrides=state.context_overrides,
         carry=outcome.carry,
-        budget_override=signal_.max_cost_usd,
-        notify_override=signal_.notify,
-        choices=run_choices(options),
+        budget_override=settings.max_cost_usd,
+        notify_override=settings.notify,
+        choices=settings.choices,
+        resume=_resume_signal(settings, prompt),
     )
-    run.resume = signal_
     await _claim_scope(runs, fsm, options)
     await _start_claimed(runs, fsm, run)
-    return outcome.carry.event_offset
+    return outcome.carry.event_offset, fsm
+
+
+def _resumable(
+    loaded: FSMLoop, state: LoopState, options: RunOptions
+) -> tuple[RunSettings, FSMLoop]:
+    """The resumed run's settings (its `--max-cost` and `--notify` hold again unless given
+    anew, as a local resume keeps them) and its loop with them; `LoopError` if the saved
+    run cannot be resumed."""
+    from little_loops.fsm.store.persistent_executor import resume_refusal
+
+    settings = options.settings.resumed(max_cost_usd=state.max_cost_usd, notify=state.notify)
+    fsm = settings.applied_to(loaded)
+    reason = resume_refusal(state, fsm, LOOPS_DIR / RUNNING_DIR)
+    if reason is not None:
+        raise LoopError(reason)
+    return settings, fsm
+
+
+def _resume_signal(settings: RunSettings, prompt: str | None) -> ResumeSignal:
+    from little_loops.fsm.temporal.payloads import ResumeSignal
+
+    return ResumeSignal(
+        prompt=prompt,
+        max_continuations=settings.max_continuations,
+        max_cost_usd=settings.max_cost_usd,
+        notify=settings.notify,
+    )
 
 
 async def _claim_scope(runs: LoopRuns, fsm: Any, options: RunOptions) -> None:
@@ -237,19 +235,6 @@ async def _start_claimed(runs: LoopRuns, fsm: Any, run: Any) -> None:
         raise
 
 
-def _keep_command_line(fsm: Any, state: Any, signal_: Any) -> None:
-    """The run's `--max-cost` and `--notify` hold again unless given anew (as a local
-    resume keeps them): into `fsm` for the checks here, and into `signal_` for the run."""
-    if signal_.max_cost_usd is None:
-        signal_.max_cost_usd = state.max_cost_usd
-    if signal_.notify is None:
-        signal_.notify = state.notify
-    if signal_.max_cost_usd is not None:
-        fsm.max_cost_usd = signal_.max_cost_usd
-    if signal_.notify is not None:
-        fsm.notify = signal_.notify or None
-
-
 def _saved_state(data: dict[str, Any] | None) -> Any:
     from little_loops.fsm.persistence import LoopState
 
@@ -267,12 +252,12 @@ async def _follow_and_report(
 ) -> int:
     """Show the run's progress as a local run shows it, then its summary and exit code.
     Ctrl-C and SIGTERM stop the run (workflow cancellation), as they stop a local one."""
-    from little_loops.cli.cmd_run import _display
+    from little_loops.cli.cmd_run import progress_display
     from little_loops.cli.run_report import report_run
     from little_loops.fsm.executor import ExecutionResult
     from little_loops.fsm.temporal.presence import NoWorkflowWorkerError, stop_pending
 
-    display = _display(fsm, options)
+    display = progress_display(fsm, options)
     display.preamble = preamble
     loop = asyncio.get_running_loop()
     stops: list[asyncio.Future[None]] = []
@@ -420,7 +405,7 @@ def history_temporal(
     loop_arg: str, *, tail: int = 50, output: str = "lines", query: EventFilter | None = None
 ) -> int:
     """`ll-loop history --engine temporal <loop>`: the events the workflow kept."""
-    from little_loops.cli.cmd_history import _print_events
+    from little_loops.cli.cmd_history import print_events
     from little_loops.cli.history_query import EventFilter
 
     name = loop_name_for(loop_arg)
@@ -437,7 +422,7 @@ def history_temporal(
     if not found:
         write_line("[]" if output == "json" else f"No history for: {loop_arg}")
         return OK
-    _print_events(found, tail, output, query or EventFilter())
+    print_events(found, tail, output, query or EventFilter())
     return OK
 
 

@@ -223,10 +223,10 @@ def _ensure_directory(running_dir: Path) -> None:
     try:
         running_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise _files_error(running_dir, exc) from None
+        raise run_files_error(running_dir, exc) from None
 
 
-def _files_error(path: Path, exc: OSError) -> RunFilesError:
+def run_files_error(path: Path, exc: OSError) -> RunFilesError:
     problem = exc.strerror or str(exc)
     if isinstance(exc, FileExistsError):
         problem = "a file is in the way (it must be a directory)"
@@ -354,7 +354,7 @@ def _open(path: Path) -> int:
     try:
         return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
     except OSError as exc:
-        raise _files_error(path, exc) from None
+        raise run_files_error(path, exc) from None
 
 
 def _try_flock(fd: int, operation: int) -> bool:
@@ -381,7 +381,7 @@ def _write_record(fd: int, path: Path, loop_name: str, scope: Sequence[str]) -> 
         os.ftruncate(fd, 0)
         os.pwrite(fd, data, 0)
     except OSError as exc:
-        raise _files_error(path, exc) from None
+        raise run_files_error(path, exc) from None
 
 
 def _read_record(path: Path) -> LockHolder | None:

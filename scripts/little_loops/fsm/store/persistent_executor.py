@@ -14,18 +14,25 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from little_loops.fsm.engine.context import EventCallback, RunCursor
+from little_loops.fsm.engine.context import (
+    ActionRunner,
+    Checkpointer,
+    Clock,
+    EventCallback,
+    RunCursor,
+)
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.engine.run_loop import FSMExecutor
 from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.errors import LoopError, RunFilesError, StateFileError
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
+from little_loops.fsm.model.run_settings import NO_SETTINGS, RunSettings
 from little_loops.fsm.process.checkpoint import GitCheckpointer
 from little_loops.fsm.process.output_files import action_log_name, cap_text_bytes, stderr_log_path
 from little_loops.fsm.process.process_groups import ActionGroup
@@ -126,7 +133,7 @@ def cap_output(text: str, cap: int = STATE_OUTPUT_CAP, log_path: str | None = No
     return cap_text_bytes(text, cap, log_path)
 
 
-def _capped_result(result: dict[str, Any]) -> dict[str, Any]:
+def capped_result(result: dict[str, Any]) -> dict[str, Any]:
     """A copy of an action result with long `output`/`stderr` cut for the state file."""
     copy = dict(result)
     log_path = copy.get("log_path")
@@ -139,10 +146,10 @@ def _capped_result(result: dict[str, Any]) -> dict[str, Any]:
     return copy
 
 
-def _capped_captured(captured: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def capped_captured(captured: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     # A loaded reference state may hold non-object captured values: they are kept as they are.
     return {
-        name: _capped_result(value) if isinstance(value, dict) else value
+        name: capped_result(value) if isinstance(value, dict) else value
         for name, value in captured.items()
     }
 
@@ -158,9 +165,9 @@ def _capped_head(head: dict[str, Any]) -> dict[str, Any]:
 
 def _capped_place(place: dict[str, Any]) -> dict[str, Any]:
     capped = dict(place)
-    capped["captured"] = _capped_captured(place.get("captured") or {})
+    capped["captured"] = capped_captured(place.get("captured") or {})
     prev = place.get("prev_result")
-    capped["prev_result"] = _capped_result(prev) if isinstance(prev, dict) else prev
+    capped["prev_result"] = capped_result(prev) if isinstance(prev, dict) else prev
     return capped
 
 
@@ -257,9 +264,21 @@ class PersistentExecutor:
         *,
         event_callback: EventCallback | None = None,
         before_spawn: Callable[[], None] | None = None,
-        **executor_kwargs: Any,
+        action_runner: ActionRunner | None = None,
+        output_callback: Callable[[str], None] | None = None,
+        log_dir: Path | None = None,
+        checkpointer: Checkpointer | None = None,
+        clock: Clock | None = None,
+        env: Mapping[str, str] | None = None,
+        settings: RunSettings | None = None,
+        context_overrides: Mapping[str, Any] | None = None,
     ) -> None:
-        self.fsm = fsm
+        """`settings`: the run's own settings (`run -n`, `--max-cost`, ...), applied to a
+        copy of `fsm` (None: `fsm` as it is); `context_overrides`: the run's `--context`
+        values (already in `fsm.context`), saved so `resume` keeps them. `log_dir` and
+        `checkpointer` (None: the run's own) and the rest go to the inner `FSMExecutor`."""
+        self.settings = settings if settings is not None else NO_SETTINGS
+        self.fsm = fsm if settings is None else settings.applied_to(fsm)
         # Built first so an invalid `on_handoff` fails before any directory is created.
         self.signal_detector = SignalDetector()
         handoff_behavior = HandoffBehavior(fsm.on_handoff)
@@ -273,22 +292,21 @@ class PersistentExecutor:
         self.event_callback = event_callback
         self.before_spawn = before_spawn
         logs_keep = DEFAULT_LOGS_KEEP if fsm.logs_keep is None else fsm.logs_keep
-        # `logs_keep: 0`: no action logs at all (nothing to delete, nothing to point at).
-        executor_kwargs.setdefault("log_dir", self.persistence.logs_dir if logs_keep else None)
-        if fsm.checkpoint == "git":
-            loops_dir = self.persistence.loops_dir
-            executor_kwargs.setdefault(
-                "checkpointer", GitCheckpointer(fsm.name, loops_dir=loops_dir)
-            )
         self._executor = FSMExecutor(
-            fsm,
+            self.fsm,
             event_callback=self._handle_event,
+            action_runner=action_runner,
             signal_detector=self.signal_detector,
             handoff_handler=self.handoff_handler,
-            **executor_kwargs,
+            output_callback=output_callback,
+            # `logs_keep: 0`: no action logs at all (nothing to delete, nothing to point at).
+            log_dir=log_dir or (self.persistence.logs_dir if logs_keep else None),
+            checkpointer=checkpointer or self._checkpointer(),
+            clock=clock,
+            env=env,
+            choices=self.settings.choices,
         )
-        log_dir = self._executor.log_dir
-        self._log_retention = LogRetention(log_dir, logs_keep) if log_dir and logs_keep else None
+        self._log_retention = self._retention(logs_keep)
         self._executor.guards.loops_dir = self.persistence.loops_dir
         self._last_result: dict[str, Any] | None = None
         self._continuation_prompt: str | None = None
@@ -301,15 +319,30 @@ class PersistentExecutor:
             self._runner.on_group_running = self._record_action_group
         # Visits are saved only for loops that limit them: other state files stay as short.
         self._counts_visits = any(state.max_visits for state in fsm.states.values())
-        # `run --context` values (already in `fsm.context`), saved so `resume` keeps them.
-        self.context_overrides: dict[str, str] = {}
-        # The budget given on the command line for this run (`--max-cost`): saved, so a
-        # resume without `--max-cost` keeps it instead of the loop file's.
-        self.budget_override: float | None = None
+        self.context_overrides: dict[str, str] = dict(context_overrides or {})
         # Tells a person when the run ends or waits (`notify`); None: nobody to tell.
-        self.notifier: RunNotifier | None = run_notifier(fsm.notify, self.persistence)
-        # The command given with `--notify` ("": none), saved so `resume` keeps it.
-        self.notify_override: str | None = None
+        self.notifier: RunNotifier | None = run_notifier(self.fsm.notify, self.persistence)
+
+    def _checkpointer(self) -> Checkpointer | None:
+        """`checkpoint: git`: the run's git checkpoints (None: no checkpoints)."""
+        if self.fsm.checkpoint != "git":
+            return None
+        return GitCheckpointer(self.fsm.name, loops_dir=self.persistence.loops_dir)
+
+    def _retention(self, logs_keep: int) -> LogRetention | None:
+        log_dir = self._executor.log_dir
+        return LogRetention(log_dir, logs_keep) if log_dir and logs_keep else None
+
+    @property
+    def budget_override(self) -> float | None:
+        """The budget given on the command line for this run (`--max-cost`): saved, so a
+        resume without `--max-cost` keeps it instead of the loop file's."""
+        return self.settings.max_cost_usd
+
+    @property
+    def notify_override(self) -> str | None:
+        """The command given with `--notify` ("": none), saved so `resume` keeps it."""
+        return self.settings.notify
 
     def request_shutdown(self) -> None:
         """Ask the inner executor to stop; the run is then saved as `interrupted`."""
@@ -468,8 +501,8 @@ class PersistentExecutor:
             loop_name=self.fsm.name,
             current_state=current_state,
             iteration=executor.iteration,
-            captured=_capped_captured(executor.captured),
-            prev_result=_capped_result(prev) if prev is not None else None,
+            captured=capped_captured(executor.captured),
+            prev_result=capped_result(prev) if prev is not None else None,
             last_result=self._last_result,
             started_at=executor.started_at,
             updated_at="",
@@ -680,12 +713,16 @@ class PersistentExecutor:
         )
 
     def _restore_command_line(self, state: LoopState) -> None:
-        """The run's `--max-cost` and `--notify` hold again unless given anew."""
-        if self.budget_override is None and state.max_cost_usd is not None:
-            self.budget_override = self.fsm.max_cost_usd = state.max_cost_usd
-        if self.notify_override is None and state.notify is not None:
-            self.notify_override = state.notify
-            self.fsm.notify = state.notify or None
+        """The run's `--max-cost` and `--notify` hold again unless given anew
+        (`RunSettings.resumed`): the run goes on with a copy of its loop that has them."""
+        settings = self.settings.resumed(max_cost_usd=state.max_cost_usd, notify=state.notify)
+        if settings == self.settings:
+            return
+        notify_restored = settings.notify != self.settings.notify
+        self.settings = settings
+        # `fsm` is an executor attribute other components may replace (fsm-api.md §8.3).
+        self.fsm = self._executor.fsm = settings.applied_to(self.fsm)
+        if notify_restored:
             self.notifier = run_notifier(self.fsm.notify, self.persistence)
 
     def _restore_context_overrides(self, state: LoopState) -> None:

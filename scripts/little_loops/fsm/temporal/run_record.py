@@ -17,8 +17,8 @@ from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.store.persistent_executor import (
     FINAL_STATUSES,
-    _capped_captured,
-    _capped_result,
+    capped_captured,
+    capped_result,
 )
 from little_loops.fsm.store.run_history import WAITING
 from little_loops.fsm.store.state_files import PHASE_ENTERED, PHASE_ROUTED, LoopState
@@ -83,8 +83,8 @@ class RunRecord:
             loop_name=self.fsm.name,
             current_state=cursor.current_state,
             iteration=cursor.iteration,
-            captured=_capped_captured(cursor.captured),
-            prev_result=_capped_result(prev) if prev is not None else None,
+            captured=capped_captured(cursor.captured),
+            prev_result=capped_result(prev) if prev is not None else None,
             last_result=self.last_result,
             started_at=cursor.started_at,
             updated_at=self.updated_at,

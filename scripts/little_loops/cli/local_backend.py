@@ -1,0 +1,91 @@
+"""Runs on this machine: the `RunBackend` of `.loops/.running/` (the default engine).
+
+Each method is the local command as it always was; the command modules (and with them the
+loop engine) are imported when a method runs, so `ll-loop list --running` loads no more
+than it needs. Every command that reads the runs first checks that `.loops/.running/` is
+usable, with the line `run` would give.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from little_loops.cli.output import usage_error
+
+if TYPE_CHECKING:
+    from little_loops.cli.run_backend import HistoryRequest, ResumeRequest, RunRequest
+    from little_loops.cli.run_options import RunOptions
+
+__all__ = ["LocalBackend", "check_running_dir"]
+
+
+class LocalBackend:
+    """`--engine local` (see `run_backend.RunBackend`)."""
+
+    def run(self, loop_arg: str, options: RunOptions, request: RunRequest) -> int:
+        from little_loops.cli.cmd_run import run_command
+
+        if request.detach:
+            return usage_error("run", "--detach needs --engine temporal (locally: --background)")
+        return run_command(
+            loop_arg,
+            options,
+            dry_run=request.dry_run,
+            background=request.background,
+            follow=request.follow,
+        )
+
+    def resume(self, loop_arg: str, options: RunOptions, request: ResumeRequest) -> int:
+        from little_loops.cli.cmd_run import resume_command
+
+        if request.prompt is not None:
+            return usage_error("resume", "--prompt needs --engine temporal")
+        check_running_dir()
+        if request.follow and not request.background:
+            return usage_error("resume", "--follow needs --background")
+        return resume_command(
+            loop_arg,
+            options,
+            background=request.background,
+            from_history=request.from_history,
+            follow=request.follow,
+        )
+
+    def status(self, loop_arg: str, *, as_json: bool) -> int:
+        from little_loops.cli.cmd_inspect import status_command
+
+        check_running_dir()
+        return status_command(loop_arg, as_json=as_json)
+
+    def stop(self, loop_arg: str) -> int:
+        from little_loops.cli.cmd_stop import stop_command
+
+        check_running_dir()
+        return stop_command(loop_arg)
+
+    def history(self, loop_arg: str, request: HistoryRequest) -> int:
+        from little_loops.cli.cmd_history import history_command
+
+        check_running_dir()
+        return history_command(
+            loop_arg,
+            tail=request.tail,
+            output=request.output,
+            query=request.query,
+            list_runs=request.list_runs,
+            run=request.run,
+        )
+
+    def list_running(self, *, as_json: bool) -> int:
+        from little_loops.cli.cmd_inspect import list_command
+
+        check_running_dir()
+        return list_command(running=True, as_json=as_json)
+
+
+def check_running_dir() -> None:
+    """`.loops/.running/` unusable: the line `run` gives, not a crash or "no state"."""
+    from little_loops.cli.resolve import LOOPS_DIR
+    from little_loops.cli.running_dir import check_running_dir as check
+
+    check(LOOPS_DIR)
