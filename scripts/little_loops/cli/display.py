@@ -115,6 +115,8 @@ class ProgressDisplay:
             self._depth = depth if isinstance(depth, int) and depth > 0 else 0
             self._erase_activity()
             self._print_preamble()
+            if name == "route":
+                self._print_ignored_failure(event)
             if name != "evaluate":
                 self._print_action_error()
             if handler is not None:
@@ -223,6 +225,21 @@ class ProgressDisplay:
         exit_code = event.get("exit_code")
         if isinstance(exit_code, int) and exit_code != 0:
             self._action_exit = (exit_code, _last_line(event.get("stderr_tail")))
+
+    def _print_ignored_failure(self, event: dict[str, Any]) -> None:
+        """A `next:` state's failed action on its own line: its route ignores the failure,
+        so no verdict line says it (`! exit code 127: pytset: command not found (next:
+        ignores it)`)."""
+        if event.get("reason") or event.get("verdict"):
+            return
+        reason = self._action_error
+        if reason is None and self._action_exit is not None:
+            code, stderr = self._action_exit
+            reason = f"exit code {code}: {stderr}" if stderr else f"exit code {code}"
+        self._action_error = self._action_exit = None
+        if reason:
+            self._finish_line()
+            write_line(f"{self._indent}! {reason} (next: ignores it)")
 
     def _print_action_error(self) -> None:
         """The action's error on its own line: no verdict line came to carry it."""
