@@ -11,7 +11,7 @@ reference keeps catching them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -68,10 +68,27 @@ class LoopSyntaxError(LoopFileError, yaml.YAMLError):
     def from_yaml_error(cls, source: str, exc: yaml.YAMLError) -> LoopSyntaxError:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        opened = _unclosed_quote_mark(exc)
+        if opened is not None:  # the end of the file is not where the mistake is
+            where = f"line {opened.line + 1}, column {opened.column + 1}"
+            return cls(
+                source,
+                f"YAML syntax error at {where}: a quoted string opened here is "
+                f"never closed ({problem})",
+            )
         if mark is not None:
             where = f"line {mark.line + 1}, column {mark.column + 1}"
             return cls(source, f"YAML syntax error at {where}: {problem}")
         return cls(source, f"YAML syntax error: {problem}")
+
+
+def _unclosed_quote_mark(exc: yaml.YAMLError) -> Any:
+    """Where a quoted string that never closes opens (PyYAML reports the end of the file,
+    or the next line's indentation, and says where the scalar started in `context_mark`)."""
+    context = getattr(exc, "context", None) or ""
+    if not context.startswith("while scanning a quoted scalar"):
+        return None
+    return getattr(exc, "context_mark", None)
 
 
 class LoopValidationError(LoopFileError):
