@@ -84,6 +84,7 @@ class ProgressDisplay:
         self.preamble: list[str] = []
         self.broken_pipe = False
         self._line_open = False
+        self._header = ""  # `[<iteration>/<max>] <state>` of the state under way
         self._state_started = 0.0
         self._iteration = 0
         # Why the last action failed, until the verdict line can say it (or something
@@ -192,19 +193,22 @@ class ProgressDisplay:
         self._state_cost = None
         iteration = event.get("iteration", "?")
         if self._depth:  # a sub-loop's steps count against its own cap, not the run's
-            self._open_line(f"{self._pad}[{iteration}] {event.get('state', '?')}")
-            return
-        self._iteration = iteration if isinstance(iteration, int) else 0
-        state = str(event.get("state", "?"))
-        effort = self.efforts.get(state)
-        note = f" (effort: {effort})" if effort else ""
-        self._open_line(f"[{iteration}/{self.max_iterations}] {state}{note}")
+            self._header = f"{self._pad}[{iteration}] {event.get('state', '?')}"
+        else:
+            self._iteration = iteration if isinstance(iteration, int) else 0
+            state = str(event.get("state", "?"))
+            effort = self.efforts.get(state)
+            note = f" (effort: {effort})" if effort else ""
+            self._header = f"[{iteration}/{self.max_iterations}] {state}{note}"
+        self._open_line(self._header)
 
     def _action_start(self, event: dict[str, Any]) -> None:
         # Ends the line opened by `state_enter` (on a terminal: once the action ends, so
         # that its time can be shown on it meanwhile).
         text = f" -> {shorten(one_line(event.get('action', '')), ACTION_WIDTH)}"
-        if not (self.live and self._line_open):
+        if not self._line_open:  # the action again (after a backoff or a usage-limit wait)
+            self._open_line(self._header)
+        if not self.live:
             self._line_open = False
             write_line(text)
             return
