@@ -12,6 +12,7 @@ from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.resolve import load_resolved, loop_file_stem
 from little_loops.fsm.errors import LoopFileError
+from little_loops.fsm.judging.llm_needs import llm_sdk_available, missing_llm_problem
 from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
 from little_loops.fsm.model.head_loop import HeadLoop
 
@@ -25,6 +26,11 @@ def validate_command(loop_arg: str) -> int:
         logger.error(f"{loop_arg} is invalid:")
         for line in exc.user_lines():
             write_error_line(f"  {line}")
+        return FAILED
+    problem = None if llm_sdk_available() else missing_llm_problem(fsm)
+    if problem is not None:  # its run would be refused (issue 23 item 8)
+        logger.error(f"{loop_arg} is invalid:")
+        write_error_line(f"  {problem}")
         return FAILED
     logger.success(f"{loop_arg} is valid")
     write_line(f"  States: {', '.join(fsm.states)}")
