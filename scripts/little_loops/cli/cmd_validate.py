@@ -33,7 +33,7 @@ def validate_command(loop_arg: str) -> int:
         write_error_line(f"  {problem}")
         return FAILED
     logger.success(f"{loop_arg} is valid")
-    write_line(f"  States: {', '.join(fsm.states)}")
+    write_line(f"  States: {states_text(list(fsm.states))}")
     write_line(f"  Initial: {fsm.initial}")
     if isinstance(fsm, HeadLoop):
         _print_head_outline(fsm)
@@ -60,3 +60,21 @@ def _print_head_outline(fsm: HeadLoop) -> None:
             ValidationSeverity.WARNING,
         )
         write_error_line(str(warning))
+
+
+STATES_WIDTH = 200
+"""Longest `States:` list printed whole; a larger loop's is cut and counted."""
+
+
+def states_text(names: list[str]) -> str:
+    """`a, b, c`; for a loop whose list would be longer than `STATES_WIDTH`, the first
+    names that fit and `... (1000 states)` (a line of thousands of characters helps no one)."""
+    whole = ", ".join(names)
+    if len(whole) <= STATES_WIDTH:
+        return whole
+    shown: list[str] = []
+    for name in names:
+        if len(", ".join([*shown, name])) > STATES_WIDTH:
+            break
+        shown.append(name)
+    return f"{', '.join(shown)}, ... ({len(names)} states)"
