@@ -30,9 +30,12 @@ class LoopError(Exception):
 class LoopNotFoundError(LoopError, FileNotFoundError):
     """A loop name or path that resolves to no file."""
 
-    def __init__(self, message: str, *, searched: list[str] | None = None) -> None:
+    def __init__(
+        self, message: str, *, searched: list[str] | None = None, hint: str | None = None
+    ) -> None:
         super().__init__(message)
         self.searched = searched or []
+        self.hint = hint  # e.g. where the loop is when ll-loop runs in a subfolder
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -41,6 +44,8 @@ class LoopNotFoundError(LoopError, FileNotFoundError):
         lines = [str(self)]
         if self.searched:
             lines.append("  looked in: " + ", ".join(self.searched))
+        if self.hint:
+            lines.append(f"  {self.hint}")
         return lines
 
 
