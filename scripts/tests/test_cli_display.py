@@ -105,7 +105,9 @@ def test_verbose_shows_output_lines_under_the_state(capsys: pytest.CaptureFixtur
     display.on_output_line("first")
     display({"event": "action_start", "action": "echo"})
     display.on_output_line("second")
-    assert capsys.readouterr().out == "[1/1] s\n       | first\n -> echo\n       | second\n"
+    # The header again when its line was closed (issue 23 item 12: no line starts with a
+    # bare " -> ").
+    assert capsys.readouterr().out == "[1/1] s\n       | first\n[1/1] s -> echo\n       | second\n"
 
 
 def test_output_lines_hidden_without_verbose(capsys: pytest.CaptureFixture[str]) -> None:
@@ -170,3 +172,36 @@ def test_multi_line_actions_and_errors_stay_on_one_progress_line(
         "       ! Cannot run it\n"
         "       ✗ error - Cannot parse as number: 5\n"
     )
+
+
+@pytest.mark.parametrize("live", [False, True])
+def test_an_action_run_again_after_a_backoff_has_its_iteration_and_state(
+    capsys: pytest.CaptureFixture[str], live: bool
+) -> None:
+    """Issue 23 item 12: the retry's line read ` -> /ll:fix`, with a stray space and no
+    iteration or state."""
+    display = ProgressDisplay(max_iterations=5, live=live)
+    for event in [
+        {"event": "state_enter", "state": "fix", "iteration": 2},
+        {"event": "action_start", "action": "/ll:fix"},
+        {"event": "action_complete", "exit_code": 1, "limit": True},
+        {
+            "event": "rate_limit_backoff",
+            "message": "API Error: 529 overloaded",
+            "seconds": 30,
+            "attempt": 1,
+            "retries": 3,
+        },
+        {"event": "action_start", "action": "/ll:fix"},
+        {"event": "action_complete", "exit_code": 0},
+        {"event": "evaluate", "verdict": "success"},
+    ]:
+        display(event)
+    display.finish()
+    assert capsys.readouterr().out.splitlines() == [
+        "[2/5] fix -> /ll:fix",
+        "       API Error: 529 overloaded",
+        "       backing off 30s (retry 1 of 3)",
+        "[2/5] fix -> /ll:fix",
+        "       ✓ success",
+    ]

@@ -89,7 +89,8 @@ def test_status_of_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         "Iteration: 1\n"
         f"Started: {state.started_at}\n"
         f"Updated: {state.updated_at}\n"
-        "Last verdict: success\n",
+        "Last verdict: success\n"
+        "Elapsed: Ns\n",  # issue 23 item 15
         "",
     )
     code, out, _ = cli_in_process(capsys, "status", ".loops/simple.yaml", "--json")
@@ -111,7 +112,7 @@ def test_status_shows_dead_runner_error_and_prompt(capsys: pytest.CaptureFixture
         out.splitlines()[1] == f"Status: interrupted (process {dead} gone; ll-loop resume crashed)"
     )
     save_state("broke", "failed", error="No valid transition", last_result={"verdict": "error"})
-    assert cli_in_process(capsys, "status", "broke")[1].splitlines()[-2:] == [
+    assert cli_in_process(capsys, "status", "broke")[1].splitlines()[-3:-1] == [
         "Last verdict: error",
         "Error: No valid transition",
     ]

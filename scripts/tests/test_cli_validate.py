@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from fixtures.cli_support import SIMPLE_LOOP, cli_in_process, write_loop
+from fixtures.cli_support import SIMPLE_LOOP, cli_in_process, run_cli, write_loop
 
 
 @pytest.fixture(autouse=True)
@@ -119,3 +120,18 @@ def test_paradigm_file_is_compiled_on_the_fly(
         "  Initial: evaluate",
         "  Max iterations: 50",
     ]
+
+
+def test_validate_of_a_thousand_states_prints_no_huge_line(tmp_path: Path) -> None:
+    """Issue 23 item 25 (earlier finding 30): the `States:` line of a 1000-state loop was
+    5,898 characters long."""
+    import yaml
+
+    states: dict[str, Any] = {f"s{i}": {"action": "true", "next": f"s{i + 1}"} for i in range(999)}
+    states["s999"] = {"terminal": True}
+    write_loop(tmp_path, "big", yaml.safe_dump({"name": "big", "initial": "s0", "states": states}))
+    done = run_cli(tmp_path, "validate", "big")
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) < 250
+    assert lines[1].startswith("  States: s0, s1, s10, s100, s101")
+    assert lines[1].endswith(", ... (1000 states)")

@@ -560,7 +560,7 @@ def test_4_7_history_indents_a_child_by_its_depth(project: Path) -> None:
     assert [text for text, *_ in took] == [
         "loop_start loop=parent",
         "    loop_start loop=child",
-        "    work  ✗ ? -> check",
+        "    work  -> check (next)",
         "    check  ✓ success -> done",
         "    loop_complete final_state=done iterations=2 terminated_by=terminal",
         "go  ✓ yes -> done",

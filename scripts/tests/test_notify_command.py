@@ -113,3 +113,22 @@ def test_log_lines_are_one_line_each(tmp_path: Path) -> None:
         "failed exit 1: two lines",
         "completed exit 0",
     ]
+
+
+def test_a_call_still_running_when_its_run_is_archived_logs_into_the_archived_log(
+    tmp_path: Path,
+) -> None:
+    """Issue 23 item 22: a new `run` moves the old run's notify log to the history while
+    the old run's last call may still be running; its line must follow the file it was
+    started with, not land in the next run's log at the old path."""
+    log = tmp_path / "x.notify.log"
+    go = tmp_path / "go"
+    command = f'while [ ! -e "{go}" ]; do sleep 0.02; done'
+    supervisor = start_notify_command(command, _env(tmp_path), label="completed", log_path=log)
+    archived = tmp_path / "history" / "x.notify.log"
+    archived.parent.mkdir()
+    os.replace(log, archived)  # what `archive_previous_run` does
+    go.touch()
+    _reaped(supervisor)
+    assert log_outcomes(archived, 1) == ["completed exit 0"]
+    assert not log.exists()

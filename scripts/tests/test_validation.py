@@ -559,7 +559,7 @@ def test_shape_check_of_a_non_mapping() -> None:
         ("scope", "src", "must be a list of strings, got 'src'"),
         ("max_iterations", True, "must be an integer >= 1, got true"),
         ("max_iterations", 0, "must be an integer >= 1, got 0"),
-        ("max_iterations", 5.0, "must be an integer >= 1, got 5.0"),
+        ("max_iterations", 5.0, "must be an integer >= 1, got 5.0 (write 5)"),
         ("max_iterations", "5", "must be an integer >= 1, got '5'"),
         ("max_iterations", None, "must be an integer >= 1, got null"),
         ("backoff", -0.5, "must be a number >= 0, got -0.5"),

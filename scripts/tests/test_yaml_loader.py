@@ -77,3 +77,15 @@ def test_an_alias_bomb_is_refused_before_it_is_built() -> None:
         "bomb.yaml: YAML aliases expand to 12,345,660 more values than the file spells out "
         "(at most 100,000)"
     ]
+
+
+@pytest.mark.parametrize("quote", ['"', "'"])
+def test_an_unclosed_quote_points_at_where_it_opens(quote: str) -> None:
+    """Issue 23 item 18: PyYAML reports the end of the file; the mistake is the quote."""
+    text = f"name: q\nstates:\n  a:\n    action: {quote}echo hi\n    next: done\n  done: {{}}\n"
+    with pytest.raises(LoopSyntaxError) as caught:
+        parse_yaml(text, "q.yaml")
+    assert caught.value.user_lines() == [
+        "q.yaml: YAML syntax error at line 4, column 13: a quoted string opened here is "
+        "never closed (found unexpected end of stream)"
+    ]

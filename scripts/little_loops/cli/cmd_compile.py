@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from little_loops.cli.exit_codes import FAILED, OK
-from little_loops.cli.output import Logger
+from little_loops.cli.output import Logger, write_error_line
+from little_loops.cli.resolve import resolve_loop_path
 from little_loops.fsm import compilers
 from little_loops.fsm.errors import LoopError, LoopFileError, LoopSyntaxError, LoopValidationError
 from little_loops.fsm.loading import paradigms
@@ -46,8 +47,8 @@ def compiled_mapping(fsm: FSMLoop) -> dict[str, Any]:
 def compile_command(input_arg: str, output_arg: str | None) -> int:
     """Compile `input_arg` and write it; errors are one line each, exit 1."""
     logger = Logger()
-    input_path = Path(input_arg)
-    if not input_path.exists():
+    input_path = _input_path(input_arg)
+    if input_path is None:
         logger.error(f"Input file not found: {input_arg}")
         return FAILED
     output_path = Path(output_arg) if output_arg else default_output_path(input_path)
@@ -67,7 +68,25 @@ def compile_command(input_arg: str, output_arg: str | None) -> int:
         logger.error(f"Cannot write {output_path}: {exc.strerror or exc}")
         return FAILED
     logger.success(f"Compiled to: {output_path}")
+    if fsm.paradigm in (None, "fsm") and compilers.compile_paradigm is paradigms.compile_paradigm:
+        # On stderr: the reference printed only the line above on stdout.
+        write_error_line(
+            f"note: {input_path} is not a paradigm file: nothing to compile, it was copied "
+            "as it loads (ll-loop runs it as it is)"
+        )
     return OK
+
+
+def _input_path(input_arg: str) -> Path | None:
+    """The file to compile: a path, or a loop name as every other command takes it
+    (`compile goal-demo` for `.loops/goal-demo.yaml`)."""
+    path = Path(input_arg)
+    if path.exists():
+        return path
+    try:
+        return resolve_loop_path(input_arg)
+    except LoopError:
+        return None
 
 
 def _compile(input_path: Path) -> FSMLoop:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from little_loops.cli import orphans
@@ -16,6 +16,7 @@ from little_loops.cli.loop_catalog import LoopEntry, catalog
 from little_loops.cli.output import Logger, write_line
 from little_loops.cli.resolve import LOOPS_DIR, loop_name_for
 from little_loops.cli.spending_text import spending_line
+from little_loops.cli.status_guide import action_lines, elapsed_line, next_line, stop_reason
 from little_loops.fsm.engine.spending import format_cost
 from little_loops.fsm.errors import StateFileError
 from little_loops.fsm.persistence import RUNNING_DIR, LoopState, StatePersistence
@@ -149,24 +150,29 @@ def _readable_states() -> list[LoopState]:
 def status_command(loop_arg: str, *, as_json: bool = False) -> int:
     """`ll-loop status <loop>`: the saved state, with whether its process still runs."""
     name = loop_name_for(loop_arg)
-    state = StatePersistence(name, LOOPS_DIR).load_state_checked()
+    persistence = StatePersistence(name, LOOPS_DIR)
+    state = persistence.load_state_checked()
     if state is None:
         Logger().error(f"No state found for: {loop_arg}")
         return FAILED
     if as_json:
         write_line(json.dumps(_state_json(state), indent=2))
         return OK
-    for line in status_lines(state, loop_arg):
+    for line in status_lines(state, loop_arg, persistence):
         write_line(line)
     return OK
 
 
-def status_lines(state: LoopState, loop_arg: str) -> list[str]:
-    """The reference lines, plus liveness, the last verdict, the error when known and the
-    errors seen during the run."""
+def status_lines(
+    state: LoopState, loop_arg: str, persistence: StatePersistence | None = None
+) -> list[str]:
+    """The reference lines, plus liveness and why the run stopped, its elapsed time, the
+    action under way (with `persistence`, where its events are), the next command, the
+    last verdict, the error when known and the errors seen during the run."""
+    elapsed = elapsed_line(state, datetime.now(UTC))
     lines = [
         f"Loop: {state.loop_name}",
-        f"Status: {describe_status(state, loop_arg)}",
+        f"Status: {describe_status(state, loop_arg)}{stop_reason(state)}",
         *_orphan_lines(state),
         f"Current state: {state.current_state}",
         f"Iteration: {state.current_iteration()}",
@@ -177,6 +183,11 @@ def status_lines(state: LoopState, loop_arg: str) -> list[str]:
         lines.append(f"Last verdict: {state.last_result['verdict']}")
     if state.error:
         lines.append(f"Error: {state.error}")
+    lines += [
+        *([elapsed] if elapsed else []),
+        *(action_lines(state, persistence) if persistence is not None else []),
+        *filter(None, [next_line(state)]),
+    ]
     spent = spending_line(state.spending)
     if spent is not None:
         lines.append(spent)

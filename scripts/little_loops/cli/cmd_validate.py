@@ -14,6 +14,7 @@ from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.resolve import load_resolved, loop_file_stem
 from little_loops.fsm.errors import LoopFileError
+from little_loops.fsm.judging.llm_needs import llm_sdk_available, missing_llm_problem
 from little_loops.fsm.loading.warning_lines import warning_line
 from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
 from little_loops.fsm.model.head_loop import HeadLoop
@@ -29,8 +30,13 @@ def validate_command(loop_arg: str) -> int:
         for line in exc.user_lines():
             write_error_line(f"  {line}")
         return FAILED
+    problem = None if llm_sdk_available() else missing_llm_problem(fsm)
+    if problem is not None:  # its run would be refused (issue 23 item 8)
+        logger.error(f"{loop_arg} is invalid:")
+        write_error_line(f"  {problem}")
+        return FAILED
     logger.success(f"{loop_arg} is valid")
-    write_line(f"  States: {', '.join(fsm.states)}")
+    write_line(f"  States: {states_text(list(fsm.states))}")
     write_line(f"  Initial: {fsm.initial}")
     if isinstance(fsm, HeadLoop):
         _print_head_outline(fsm, path)
@@ -57,3 +63,21 @@ def _print_head_outline(fsm: HeadLoop, path: Path) -> None:
             ValidationSeverity.WARNING,
         )
         write_error_line(warning_line(warning, path, head=True))
+
+
+STATES_WIDTH = 200
+"""Longest `States:` list printed whole; a larger loop's is cut and counted."""
+
+
+def states_text(names: list[str]) -> str:
+    """`a, b, c`; for a loop whose list would be longer than `STATES_WIDTH`, the first
+    names that fit and `... (1000 states)` (a line of thousands of characters helps no one)."""
+    whole = ", ".join(names)
+    if len(whole) <= STATES_WIDTH:
+        return whole
+    shown: list[str] = []
+    for name in names:
+        if len(", ".join([*shown, name])) > STATES_WIDTH:
+            break
+        shown.append(name)
+    return f"{', '.join(shown)}, ... ({len(names)} states)"

@@ -84,6 +84,7 @@ class ProgressDisplay:
         self.preamble: list[str] = []
         self.broken_pipe = False
         self._line_open = False
+        self._header = ""  # `[<iteration>/<max>] <state>` of the state under way
         self._state_started = 0.0
         self._iteration = 0
         # Why the last action failed, until the verdict line can say it (or something
@@ -115,6 +116,8 @@ class ProgressDisplay:
             self._depth = depth if isinstance(depth, int) and depth > 0 else 0
             self._erase_activity()
             self._print_preamble()
+            if name == "route":
+                self._print_ignored_failure(event)
             if name != "evaluate":
                 self._print_action_error()
             if handler is not None:
@@ -190,19 +193,22 @@ class ProgressDisplay:
         self._state_cost = None
         iteration = event.get("iteration", "?")
         if self._depth:  # a sub-loop's steps count against its own cap, not the run's
-            self._open_line(f"{self._pad}[{iteration}] {event.get('state', '?')}")
-            return
-        self._iteration = iteration if isinstance(iteration, int) else 0
-        state = str(event.get("state", "?"))
-        effort = self.efforts.get(state)
-        note = f" (effort: {effort})" if effort else ""
-        self._open_line(f"[{iteration}/{self.max_iterations}] {state}{note}")
+            self._header = f"{self._pad}[{iteration}] {event.get('state', '?')}"
+        else:
+            self._iteration = iteration if isinstance(iteration, int) else 0
+            state = str(event.get("state", "?"))
+            effort = self.efforts.get(state)
+            note = f" (effort: {effort})" if effort else ""
+            self._header = f"[{iteration}/{self.max_iterations}] {state}{note}"
+        self._open_line(self._header)
 
     def _action_start(self, event: dict[str, Any]) -> None:
         # Ends the line opened by `state_enter` (on a terminal: once the action ends, so
         # that its time can be shown on it meanwhile).
         text = f" -> {shorten(one_line(event.get('action', '')), ACTION_WIDTH)}"
-        if not (self.live and self._line_open):
+        if not self._line_open:  # the action again (after a backoff or a usage-limit wait)
+            self._open_line(self._header)
+        if not self.live:
             self._line_open = False
             write_line(text)
             return
@@ -223,6 +229,21 @@ class ProgressDisplay:
         exit_code = event.get("exit_code")
         if isinstance(exit_code, int) and exit_code != 0:
             self._action_exit = (exit_code, last_line(event.get("stderr_tail")))
+
+    def _print_ignored_failure(self, event: dict[str, Any]) -> None:
+        """A `next:` state's failed action on its own line: its route ignores the failure,
+        so no verdict line says it (`! exit code 127: pytset: command not found (next:
+        ignores it)`)."""
+        if event.get("reason") or event.get("verdict"):
+            return
+        reason = self._action_error
+        if reason is None and self._action_exit is not None:
+            code, stderr = self._action_exit
+            reason = f"exit code {code}: {stderr}" if stderr else f"exit code {code}"
+        self._action_error = self._action_exit = None
+        if reason:
+            self._finish_line()
+            write_line(f"{self._indent}! {reason} (next: ignores it)")
 
     def _print_action_error(self) -> None:
         """The action's error on its own line: no verdict line came to carry it."""

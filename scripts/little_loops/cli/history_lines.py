@@ -126,6 +126,8 @@ def _route_line(event: dict[str, Any], visit: _Visit) -> str:
     reason = event.get("reason")
     if reason in MOVES_WITHOUT_VERDICT:
         return f"{clock_time(event_moment(event))} {_pad(event)}{left}  {reason} -> {to}"
+    if not (event.get("verdict") or visit.verdict or reason):
+        return _next_line(event, visit)
     verdict = str(event.get("verdict") or visit.verdict or "?")
     good = verdict in GOOD_VERDICTS
     mark = paint("✓", GREEN, sys.stdout) if good else paint("✗", RED, sys.stdout)
@@ -135,6 +137,17 @@ def _route_line(event: dict[str, Any], visit: _Visit) -> str:
     return (
         f"{clock_time(started)} {_pad(event)}{left}  {mark} {verdict}{said} -> {to}{stalled}"
         f"  ({_took(started, event_moment(event), visit)})"
+    )
+
+
+def _next_line(event: dict[str, Any], visit: _Visit) -> str:
+    """A move by `next:` (no verdict): `a  -> b (next)`, with the action's failure that the
+    route ignored (`a  ! exit code 127: ... -> b (next)`)."""
+    failed = f"! {shorten(visit.error, REASON_WIDTH)} " if visit.error else ""
+    started = visit.entered or event_moment(event)
+    return (
+        f"{clock_time(started)} {_pad(event)}{event.get('from', '?')}  {failed}"
+        f"-> {event.get('to', '?')} (next)  ({_took(started, event_moment(event), visit)})"
     )
 
 

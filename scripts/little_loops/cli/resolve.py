@@ -11,6 +11,7 @@ the compiled file still runs (the reference's order), and a note on stderr says 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,26 @@ def resolve_loop_path(arg: str) -> Path:
             return path
     if Path(arg).is_dir():
         raise LoopFileError(arg, "is a directory, not a loop file (give a .yaml file or a name)")
-    raise LoopNotFoundError(f"Loop not found: {arg}", searched=[str(path) for path in candidates])
+    raise LoopNotFoundError(
+        f"Loop not found: {arg}",
+        searched=[str(path) for path in candidates],
+        hint=_found_above(arg),
+    )
+
+
+def _found_above(arg: str) -> str | None:
+    """Where `arg` is when ll-loop runs in a subfolder of a project: loops are looked up in
+    `./.loops/` only (as the reference did; paths in a loop are relative to where it
+    runs), so the loop is pointed at, not run from there."""
+    if LOOPS_DIR.is_dir() or Path(arg).is_absolute():
+        return None
+    here = Path.cwd()
+    for folder in here.parents:
+        for path in candidate_paths(arg)[1:]:
+            if (folder / path).is_file():
+                shown = os.path.relpath(folder / path, here)
+                return f"found {shown}: run ll-loop from {folder} (it looks in ./.loops/ only)"
+    return None
 
 
 def load_resolved(

@@ -11,7 +11,7 @@ reference keeps catching them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -30,9 +30,12 @@ class LoopError(Exception):
 class LoopNotFoundError(LoopError, FileNotFoundError):
     """A loop name or path that resolves to no file."""
 
-    def __init__(self, message: str, *, searched: list[str] | None = None) -> None:
+    def __init__(
+        self, message: str, *, searched: list[str] | None = None, hint: str | None = None
+    ) -> None:
         super().__init__(message)
         self.searched = searched or []
+        self.hint = hint  # e.g. where the loop is when ll-loop runs in a subfolder
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -41,6 +44,8 @@ class LoopNotFoundError(LoopError, FileNotFoundError):
         lines = [str(self)]
         if self.searched:
             lines.append("  looked in: " + ", ".join(self.searched))
+        if self.hint:
+            lines.append(f"  {self.hint}")
         return lines
 
 
@@ -68,10 +73,27 @@ class LoopSyntaxError(LoopFileError, yaml.YAMLError):
     def from_yaml_error(cls, source: str, exc: yaml.YAMLError) -> LoopSyntaxError:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        opened = _unclosed_quote_mark(exc)
+        if opened is not None:  # the end of the file is not where the mistake is
+            where = f"line {opened.line + 1}, column {opened.column + 1}"
+            return cls(
+                source,
+                f"YAML syntax error at {where}: a quoted string opened here is "
+                f"never closed ({problem})",
+            )
         if mark is not None:
             where = f"line {mark.line + 1}, column {mark.column + 1}"
             return cls(source, f"YAML syntax error at {where}: {problem}")
         return cls(source, f"YAML syntax error: {problem}")
+
+
+def _unclosed_quote_mark(exc: yaml.YAMLError) -> Any:
+    """Where a quoted string that never closes opens (PyYAML reports the end of the file,
+    or the next line's indentation, and says where the scalar started in `context_mark`)."""
+    context = getattr(exc, "context", None) or ""
+    if not context.startswith("while scanning a quoted scalar"):
+        return None
+    return getattr(exc, "context_mark", None)
 
 
 class LoopValidationError(LoopFileError):

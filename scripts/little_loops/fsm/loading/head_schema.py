@@ -16,9 +16,10 @@ The schema describes both dialects and stays closed. Its legacy part (written by
 What JSON Schema cannot say (targets naming states, files on disk, `throttle` being
 strictly increasing, `cost_warn_at` not above the ceiling) stays with `ll-loop validate`.
 The schema describes a file as written: a HEAD file that leaves `name`, `initial` or
-`states` to its `from:` parent or to `flow:` does not pass it (the root `required` keys
-are the legacy ones). Regenerate the file with
-`python -m little_loops.fsm.loading.head_schema` (a test checks it is up to date).
+`states` to its `from:` parent or to `flow:` does not pass it (the `required` keys of an
+FSM file are the legacy ones). Paradigm files have their own part (`paradigm_schema`).
+Regenerate the file with `python -m little_loops.fsm.loading.head_schema` (a test checks
+it is up to date).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from little_loops.fsm.loading.head_shape import (
     HEAD_LOOP_CHECKS,
     HEAD_STATE_CHECKS,
 )
+from little_loops.fsm.loading.paradigm_schema import with_paradigm_part, without_paradigm_part
 from little_loops.fsm.model.head_parts import (
     HEAD_SESSION_MODES,
     NON_VERDICT_ON_KEYS,
@@ -465,6 +467,7 @@ def _head_llm(legacy: dict[str, Any]) -> dict[str, Any]:
 def legacy_part(schema: dict[str, Any]) -> dict[str, Any]:
     """The hand-written legacy schema inside a generated one (or the legacy schema itself)."""
     legacy = copy.deepcopy(schema)
+    legacy["required"] = without_paradigm_part(legacy)
     for key in ("patternProperties", "if", "then", "else"):
         legacy.pop(key, None)
     for name in _HEAD_DEFINITIONS:
@@ -504,6 +507,7 @@ def generate_schema(schema: dict[str, Any]) -> dict[str, Any]:
     head_keys = [key for key in HEAD_LOOP_CHECKS if key not in LEGACY_LOOP_KEYS]
     generated["patternProperties"] = {f"^{key}$": HEAD_LOOP_SCHEMAS[key] for key in head_keys}
     generated.update(_dialect_switch())
+    with_paradigm_part(generated, legacy["required"])
     generated["definitions"].update(
         head_state=_head_state(definitions),
         head_route=_head_route(definitions),

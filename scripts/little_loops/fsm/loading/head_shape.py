@@ -42,6 +42,7 @@ from little_loops.fsm.loading.value_checks import (
     check_string,
     check_string_list,
     describe_value,
+    integer_hint,
     join_path,
     mapping_of,
     nullable,
@@ -96,7 +97,7 @@ def _check_ladder(value: Any, path: str) -> list[ValidationError]:
 def _at_least_two(value: Any) -> str | None:
     if _is_int(value) and value >= 2:
         return None
-    return f"must be an integer >= 2, got {describe_value(value)}"
+    return f"must be an integer >= 2, got {describe_value(value)}{integer_hint(value)}"
 
 
 def _check_contains_template(value: Any) -> str | None:

@@ -49,6 +49,19 @@ def describe_value(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+def integer_hint(value: Any) -> str:
+    """` (write 1000000000)` for a whole number written as `1e9` or `1000000000.0`: YAML
+    reads `1e9` as text and `1.0e9` as a float, and neither is an integer setting."""
+    if isinstance(value, str) and any(mark in value for mark in "eE."):
+        try:
+            value = float(value)
+        except ValueError:
+            return ""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
+        return f" (write {int(value)})"
+    return ""
+
+
 def not_a_string_message(value: Any) -> str:
     """`must be a string, got ...`, with a hint for the classic unquoted `: ` mistake."""
     hint = ""
@@ -91,13 +104,13 @@ def check_bool(value: Any) -> str | None:
 def check_non_negative_int(value: Any) -> str | None:
     if _is_int(value) and value >= 0:
         return None
-    return f"must be an integer >= 0, got {describe_value(value)}"
+    return f"must be an integer >= 0, got {describe_value(value)}{integer_hint(value)}"
 
 
 def check_positive_int(value: Any) -> str | None:
     if _is_int(value) and value >= 1:
         return None
-    return f"must be an integer >= 1, got {describe_value(value)}"
+    return f"must be an integer >= 1, got {describe_value(value)}{integer_hint(value)}"
 
 
 def check_non_negative_number(value: Any) -> str | None:

@@ -48,7 +48,10 @@ def start_notify_command(
     """Start the supervisor of `command` (environment `env`, log line tagged `label`,
     working directory `cwd`, default ours) and return it without waiting; None when it
     could not start (that is logged)."""
-    argv = [*_SUPERVISOR, "--timeout", str(timeout), "--log", str(log_path)]
+    # `--log-fd 2`: the supervisor appends its line to the log it was started with, even
+    # when the run's files were moved to the history meanwhile (a new `run` of the loop):
+    # by path, the line would land in the next run's log.
+    argv = [*_SUPERVISOR, "--timeout", str(timeout), "--log", str(log_path), "--log-fd", "2"]
     argv += ["--label", label, "--", command]
     try:
         # The supervisor's own stderr goes to the log: a crash of it is seen there.
@@ -70,14 +73,18 @@ def start_notify_command(
 def append_log_line(log_path: Path, label: str, outcome: str) -> None:
     """Append `<time> <label> <outcome>` as one write (lines of parallel calls never mix);
     a log that cannot be written is given up silently (nothing may fail the loop)."""
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    line = f"{stamp} {label} {' '.join(outcome.split())}\n"
     with contextlib.suppress(OSError):
         fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line.encode("utf-8", errors="backslashreplace"))
+            _write_log_line(fd, label, outcome)
         finally:
             os.close(fd)
+
+
+def _write_log_line(fd: int, label: str, outcome: str) -> None:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    line = f"{stamp} {label} {' '.join(outcome.split())}\n"
+    os.write(fd, line.encode("utf-8", errors="backslashreplace"))
 
 
 # --- the supervisor -----------------------------------------------------------------------
@@ -139,9 +146,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, required=True)
     parser.add_argument("--log", type=Path, required=True)
     parser.add_argument("--label", required=True)
+    parser.add_argument("--log-fd", type=int, default=None)
     parser.add_argument("command")
     args = parser.parse_args(argv)
-    append_log_line(args.log, args.label, supervise(args.command, args.timeout))
+    outcome = supervise(args.command, args.timeout)
+    if args.log_fd is None:
+        append_log_line(args.log, args.label, outcome)
+    else:  # opened for appending by `start_notify_command`
+        with contextlib.suppress(OSError):
+            _write_log_line(args.log_fd, args.label, outcome)
     return 0
 
 
