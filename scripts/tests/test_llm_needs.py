@@ -8,7 +8,13 @@ import os
 from pathlib import Path
 
 import pytest
-from fixtures.cli_support import cli_env, normalize, run_cli, write_loop
+from fixtures.cli_support import (
+    cli_env,
+    normalize,
+    run_cli,
+    save_state,
+    write_loop,
+)
 
 from little_loops.fsm.judging.llm_needs import llm_judged_states
 from little_loops.fsm.model.head_loop import HeadLoop
@@ -117,3 +123,36 @@ def test_validate_refuses_a_loop_the_llm_judges_without_the_sdk(tmp_path: Path) 
         ["[T] fixer is invalid:", MESSAGE],
     )
     assert run_cli(tmp_path, "validate", "fixer").returncode == 0  # with the SDK
+
+
+def test_run_is_refused_before_claude_runs_without_the_sdk(tmp_path: Path) -> None:
+    """The fake `claude` records each call: none is made."""
+    write_loop(tmp_path, "fixer", SLASH)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text(f'#!/bin/sh\necho called >> "{tmp_path / "claude-calls.log"}"\n')
+    claude.chmod(0o755)
+    env = without_anthropic(tmp_path)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    done = run_cli(tmp_path, "run", "fixer", env=env)
+    assert (done.returncode, done.stdout, done.stderr.splitlines()) == (
+        1,
+        "",
+        ["Cannot run fixer: " + MESSAGE.strip()],
+    )
+    assert not (tmp_path / "claude-calls.log").exists()
+    assert not (tmp_path / ".loops/.running/fixer.state.json").exists()
+    no_llm = run_cli(tmp_path, "run", "fixer", "--no-llm", "-n", "1", env=env)
+    assert "Cannot run" not in no_llm.stderr  # --no-llm: the run starts
+
+
+def test_resume_is_refused_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_loop(tmp_path, "fixer", SLASH)
+    monkeypatch.chdir(tmp_path)
+    save_state("fixer", "interrupted", current_state="fix")
+    done = run_cli(tmp_path, "resume", "fixer", env=without_anthropic(tmp_path))
+    assert (done.returncode, done.stderr.splitlines()) == (
+        1,
+        ["Cannot run fixer: " + MESSAGE.strip()],
+    )

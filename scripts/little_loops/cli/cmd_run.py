@@ -37,6 +37,7 @@ from little_loops.cli.signals import shutdown_on_signals
 from little_loops.cli.state_efforts import state_efforts
 from little_loops.fsm.errors import RunFilesError
 from little_loops.fsm.executor import ExecutionResult
+from little_loops.fsm.judging.llm_needs import run_refusal
 from little_loops.fsm.model.head_loop import HeadLoop
 from little_loops.fsm.persistence import (
     RUNNING_DIR,
@@ -95,6 +96,10 @@ def run_command(
         for line in plan_lines(fsm):
             write_line(line)
         return OK
+    refusal = run_refusal(fsm)  # before claude runs and is billed (issue 23 item 8)
+    if refusal is not None:
+        write_error_line(refusal)
+        return FAILED
     if background:
         return _start_background(path, fsm, options, follow=follow, loop_arg=loop_arg)
     with _take_lock(fsm, options) as lock:
@@ -157,6 +162,10 @@ def resume_command(
     # the first); only a run that can be resumed has its HEAD inputs checked again.
     if from_history or persistence.load_state_checked() is not None:
         apply_run_inputs(fsm, positional=None, given=saved_context)  # HEAD: parameters again
+    refusal = run_refusal(fsm)
+    if refusal is not None:
+        write_error_line(refusal)
+        return FAILED
     if background:
         if not from_history:  # else the run to resume is still in .loops/.history/
             if persistence.load_state_checked() is None:

@@ -16,7 +16,13 @@ from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.model.slash_commands import is_slash_command
 from little_loops.fsm.schema import FSMLoop, StateConfig
 
-__all__ = ["INSTALL_HINT", "llm_judged_states", "llm_sdk_available", "missing_llm_problem"]
+__all__ = [
+    "INSTALL_HINT",
+    "llm_judged_states",
+    "llm_sdk_available",
+    "missing_llm_problem",
+    "run_refusal",
+]
 
 INSTALL_HINT = 'pip install -e ".[llm]"'
 """How a checkout of this project gets the Anthropic SDK (the `llm` extra)."""
@@ -48,6 +54,15 @@ def missing_llm_problem(fsm: FSMLoop) -> str | None:
         f"{which} judged by the LLM, but the anthropic package is not installed: "
         f"{INSTALL_HINT}, or run with --no-llm"
     )
+
+
+def run_refusal(fsm: FSMLoop) -> str | None:
+    """Why a run of `fsm` (with the run's settings applied) must not start here: the LLM
+    judges some of its states and the SDK is missing (None: it may start)."""
+    if llm_sdk_available():
+        return None
+    problem = missing_llm_problem(fsm)
+    return None if problem is None else f"Cannot run {fsm.name}: {problem}"
 
 
 def _judged_by_llm(fsm: FSMLoop, state: StateConfig) -> bool:
