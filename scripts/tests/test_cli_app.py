@@ -47,13 +47,38 @@ def test_rewrite_shorthand(argv: list[str], rewritten: list[str]) -> None:
     assert app.rewrite_shorthand(argv) == rewritten
 
 
-def test_no_arguments_prints_help_on_stdout_and_exits_1(
+def test_no_arguments_is_a_usage_error_naming_the_problem(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, err = cli_in_process(capsys)
-    assert (code, err) == (1, "")
-    assert out.startswith("usage: ll-loop [-h] [--version] command ...\n")
-    assert out.endswith(EXIT_CODE_TABLE + "\n")
+    """The reference printed the whole help on stdout and exited 1; issue 23 item 17 asks
+    for a usage error (exit 2) that says what is missing."""
+    assert cli_in_process(capsys) == (
+        2,
+        "",
+        "usage: ll-loop [-h] [--version] command ...\n"
+        "ll-loop: error: no command given: ll-loop <loop>, or ll-loop <command> "
+        "(see ll-loop --help)\n",
+    )
+
+
+def test_an_unknown_option_first_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 23 item 17: `ll-loop -weird` said `the following arguments are required:
+    command`."""
+    assert cli_in_process(capsys, "-weird")[::2] == (
+        2,
+        "usage: ll-loop [-h] [--version] command ...\n"
+        "ll-loop: error: unknown option '-weird' (a command or a loop name comes first)\n",
+    )
+
+
+@pytest.mark.parametrize("amount", ["1e999", "nan", "inf"])
+def test_max_cost_must_be_finite(capsys: pytest.CaptureFixture[str], amount: str) -> None:
+    """Issue 23 item 13: `--max-cost 1e999` said `must be more than 0`."""
+    code, _, err = cli_in_process(capsys, "run", "x", "--max-cost", amount)
+    assert (code, err.splitlines()[-1]) == (
+        2,
+        f"ll-loop run: error: argument --max-cost: must be a finite amount, got '{amount}'",
+    )
 
 
 def test_help_and_version_exit_0(capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,6 +15,7 @@ them the loop engine, are imported when a subcommand runs.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable, Sequence
 from typing import TypeAlias
@@ -23,7 +24,6 @@ from little_loops import __version__
 from little_loops.cli.exit_codes import (
     BROKEN_PIPE,
     EXIT_CODE_TABLE,
-    FAILED,
     INTERRUPTED,
     USAGE,
 )
@@ -112,7 +112,9 @@ def _positive_dollars(text: str) -> float:
         value = float(text.strip().removeprefix("$"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be an amount in US dollars, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
+    if not math.isfinite(value):  # 1e999 reads as inf, nan as nan
+        raise argparse.ArgumentTypeError(f"must be a finite amount, got {text!r}")
+    if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, got {text!r}")
     return value
 
@@ -453,6 +455,20 @@ def subcommand_parser(parser: argparse.ArgumentParser, name: str) -> argparse.Ar
     raise KeyError(name)  # pragma: no cover - build_parser always adds the subcommands
 
 
+def _refuse_missing_command(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """`ll-loop` alone, or an unknown option where the command goes, is a usage error
+    (exit 2) that names the problem (issue 23 item 17). The reference printed the help
+    and exited 1 for `ll-loop` alone, and `ll-loop -weird` said a command is required."""
+    if not argv:
+        parser.error("no command given: ll-loop <loop>, or ll-loop <command> (see ll-loop --help)")
+    first = argv[0]
+    if first.startswith("-") and first not in _TOP_LEVEL_OPTIONS and not _is_run_flag(first):
+        parser.error(f"unknown option '{first}' (a command or a loop name comes first)")
+
+
+_TOP_LEVEL_OPTIONS = frozenset({"-h", "--help", "--version"})
+
+
 def _refuse_misspelt_command(parser: argparse.ArgumentParser, argv: list[str]) -> None:
     """`ll-loop stauts x`: a word close to a command that names no loop is a typo (exit 2).
 
@@ -469,10 +485,8 @@ def _refuse_misspelt_command(parser: argparse.ArgumentParser, argv: list[str]) -
 
 def _parse_and_dispatch(argv: list[str]) -> int:
     parser = build_parser()
-    if not argv:
-        parser.print_help(sys.stdout)
-        return FAILED
     try:
+        _refuse_missing_command(parser, argv)
         _refuse_misspelt_command(parser, argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else USAGE
