@@ -31,5 +31,6 @@ def require_temporal() -> None:
     """A one-line error, not a traceback, when the `temporal` extra is not installed."""
     if importlib.util.find_spec("temporalio") is None:
         raise LoopError(
-            'the Temporal engine needs the temporal extra: pip install "little-loops[temporal]"'
+            "the Temporal engine needs the temporal extra: "
+            'pip install -e ".[temporal]" (in this checkout)'
         )

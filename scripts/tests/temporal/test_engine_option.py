@@ -62,7 +62,8 @@ def test_without_the_temporal_extra_the_engine_is_one_line(
     code, out, err = cli_in_process(capsys, *argv)
     assert (code, out) == (1, "")
     assert err.splitlines() == [
-        '[T] the Temporal engine needs the temporal extra: pip install "little-loops[temporal]"'
+        "[T] the Temporal engine needs the temporal extra: "
+        'pip install -e ".[temporal]" (in this checkout)'
     ]
 
 
