@@ -137,6 +137,8 @@ def resume_temporal(loop_arg: str, options: RunOptions, *, prompt: str | None = 
             since, fsm = await _resume_open(runs, loaded, options, prompt)
         else:
             since, fsm = await _resume_closed(runs, loaded, options, prompt)
+        if saved is not None and prompt:  # the header says what the action receives
+            saved = dataclasses.replace(saved, continuation_prompt=prompt)
         preamble = resume_header(saved, fsm) if saved is not None else []
         return await _follow_and_report(runs, loop_arg, fsm, options, preamble, since=since)
 

@@ -55,6 +55,7 @@ def test_the_life_of_hello_through_the_temporal_commands(
     code, out, _ = cli_in_process(capsys, "resume", "hello", "--prompt", "wave goodbye")
     assert code == 0
     assert "Resuming loop 'hello' from state 'wave'" in out
+    assert "Continuation context: wave goodbye\n" in out  # what the action got (issue 23.4)
     assert "Loop completed: done (7 iterations" in out
 
     code, out, _ = cli_in_process(capsys, "history", "hello", "--json")
