@@ -21,6 +21,7 @@ from typing import Any
 
 from little_loops.cli.background import log_path_for, refuse_unresumable, start_detached
 from little_loops.cli.cap_text import cap_line
+from little_loops.cli.context_check import unused_context_warnings
 from little_loops.cli.context_option import saved_context_overrides
 from little_loops.cli.display import ProgressDisplay
 from little_loops.cli.exit_codes import FAILED, OK, USAGE
@@ -71,6 +72,8 @@ def load_for_run(loop_arg: str, options: RunOptions) -> tuple[Path, FSMLoop, dic
     """The loop to run with this run's overrides and inputs, and the context values the
     run keeps for `resume` (`--context`, and a HEAD file's positional input)."""
     path, loaded = load_resolved(loop_arg, context_overrides=dict(options.context))
+    for warning in unused_context_warnings(path, loaded.name, dict(options.context)):
+        write_error_line(warning)
     if options.input is not None and not isinstance(loaded, HeadLoop):
         raise UsageError(legacy_input_refusal(loop_arg, options.input))
     fsm = options.settings.applied_to(loaded)

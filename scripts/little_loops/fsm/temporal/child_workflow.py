@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
         PROGRESS_SIGNAL,
         child_output,
     )
-    from little_loops.fsm.temporal.workflow import LoopWorkflow, _WorkflowClock
+    from little_loops.fsm.temporal.workflow import LoopWorkflow, WorkflowClock
 
 __all__ = ["ChildLoopWorkflow"]
 
@@ -141,7 +141,7 @@ class ChildLoopWorkflow(LoopWorkflow):
         cursor.head.rate_limit = copy.deepcopy(spec.rate_limit)
         core = self._core = RunCore(
             fsm,
-            clock=_WorkflowClock(),
+            clock=WorkflowClock(),
             cursor=cursor,
             guards=guards,
             emit=run.emit,

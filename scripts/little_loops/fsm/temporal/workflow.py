@@ -136,7 +136,7 @@ NOTIFIED_EVENTS = frozenset({"limit_wait", "limit_wait_end"})
 """Events told as they happen (the end of the run is told once its outcome is set)."""
 
 
-class _WorkflowClock:
+class WorkflowClock:
     """The core's clocks, read from workflow time (deterministic on replay)."""
 
     def monotonic(self) -> float:
@@ -249,7 +249,7 @@ class LoopWorkflow:
         logs = Path(run.loops_dir) / RUNNING_DIR / f"{fsm.name}.logs"
         core = RunCore(
             fsm,
-            clock=_WorkflowClock(),
+            clock=WorkflowClock(),
             cursor=cursor,
             guards=guards,
             emit=self._on_event,
