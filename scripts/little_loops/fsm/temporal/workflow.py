@@ -175,8 +175,7 @@ class LoopWorkflow:
         event = retry.event(workflow.now().isoformat())
         if self._record is not None:
             self._record.note(event)
-        self._keep_event(event)
-        workflow.logger.warning("%s", retry.said())
+        self._keep_event(event)  # the worker that runs the retry logs it
 
     @workflow.query
     def status(self) -> dict[str, Any] | None:
