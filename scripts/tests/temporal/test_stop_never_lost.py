@@ -199,8 +199,13 @@ def test_ll_loop_stop_as_an_action_ends_keeps_its_result_and_resume_finishes_the
     assert stopped.returncode == 0, stopped.stderr
     assert "Stopping slowish" in stopped.stdout + stopped.stderr
     assert "Status: interrupted" in status.stdout, status.stdout
-    assert "Current state: second" in status.stdout  # `first` finished: its result is kept
-    assert ran(checkout, "slowish") == ["first"]  # and nothing started after the stop
+    assert ran(checkout, "slowish") == ["first"]  # nothing started after the stop
+    # Mostly `first` finished first and its result is kept (the run stopped before
+    # `second`); when a heartbeat brought the cancellation just before, it was cut off and
+    # runs again on resume.
+    kept = "Current state: second" in status.stdout
+    assert kept or "Current state: first" in status.stdout, status.stdout
     resumed_run = run_cli(checkout, "resume", "slowish", env=env, timeout=WAIT_SECONDS)
     assert resumed_run.returncode == 0, resumed_run.stdout + resumed_run.stderr
-    assert ran(checkout, "slowish") == ["first", "second"]
+    again = [] if kept else ["first"]
+    assert ran(checkout, "slowish") == ["first", *again, "second"]
