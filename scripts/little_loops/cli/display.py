@@ -370,6 +370,13 @@ class ProgressDisplay:
                 return datetime.fromisoformat(stamp).timestamp()
         return time.time()
 
+    def _action_retry(self, event: dict[str, Any]) -> None:
+        # Temporal ran the action again after a worker or server failure (never silent).
+        self._finish_line()
+        state, attempt = event.get("state", "?"), event.get("attempt", "?")
+        reason = one_line(str(event.get("reason", "")))
+        write_line(f"{self._indent}state '{state}' run again (attempt {attempt}): {reason}")
+
     def _loop_start(self, event: dict[str, Any]) -> None:
         if self._depth:  # a sub-loop starting (the run's own start has the preamble)
             self._finish_line()
@@ -394,6 +401,7 @@ _HANDLERS = {
     "state_enter": ProgressDisplay._state_enter,
     "action_start": ProgressDisplay._action_start,
     "action_complete": ProgressDisplay._action_complete,
+    "action_retry": ProgressDisplay._action_retry,
     "evaluate": ProgressDisplay._evaluate,
     "route": ProgressDisplay._route,
     "handoff_detected": ProgressDisplay._handoff,

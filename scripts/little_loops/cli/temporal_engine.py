@@ -321,7 +321,13 @@ def status_temporal(loop_arg: str, *, as_json: bool = False) -> int:
     if as_json:
         write_line(json.dumps(data, indent=2))
         return OK
-    for line in status_lines(_saved_state(data), loop_arg):
+    from little_loops.fsm.temporal.action_retry import retry_status_lines
+
+    # Actions Temporal ran again after a worker or server failure are said, never silent.
+    for line in [
+        *status_lines(_saved_state(data), loop_arg),
+        *retry_status_lines(data.get("action_retries")),
+    ]:
         write_line(line)
     return OK
 

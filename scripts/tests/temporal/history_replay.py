@@ -10,7 +10,8 @@ upgrade only if their histories still replay, so such a change must be guarded w
 
 `histories/<loop>.json` holds one history per example loop in `.loops/` that runs
 without Claude, and `histories/scenario-*.json` the paths no example takes: the two
-workflow runs of a loop that continued as new, a run stopped during an action, and
+workflow runs of a loop that continued as new, a run stopped during an action, one
+stopped as its action ended (the stop kept from the workflow's state, `STOP_KEPT`), and
 `subloop-demo` with its sub-loop as a child workflow (its own `subloop-demo.json` was
 recorded before, when the child ran inside the parent's workflow, and is kept). They
 are in Temporal's JSON form (`WorkflowHistory.to_json()`, the same as
@@ -207,6 +208,37 @@ async def record_stop(client: Client, project: Path) -> dict[str, ClientHistory]
     return {"scenario-stop": history}
 
 
+KEPT_STOP_LOOP: dict[str, Any] = {
+    "name": "kept",
+    "initial": "first",
+    "states": {
+        # Ends as soon as the recorder has asked for the stop: before it reaches the action.
+        "first": {"action": "while [ ! -e stop-sent ]; do sleep 0.02; done", "next": "second"},
+        "second": {"action": "true", "next": "done"},
+        "done": {"terminal": True},
+    },
+}
+
+
+async def record_kept_stop(client: Client, project: Path) -> dict[str, ClientHistory]:
+    """A run cancelled (`stop`) as its action ends, before the cancellation reaches the
+    action: the action's result is kept and the run ends before `second` (`STOP_KEPT`)."""
+    task_queue = _unique("record-kept")
+    run = loop_input(client, project, KEPT_STOP_LOOP, task_queue)
+    async with build_worker(client, task_queue):
+        handle = await client.start_workflow(
+            LoopWorkflow.run, run, id=_unique("record-kept"), task_queue=task_queue
+        )
+        await _until_action_runs(handle)
+        await handle.cancel()
+        await _until_cancel_requested(handle)  # the workflow took the stop before the end
+        (project / "stop-sent").touch()
+        await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+        history = await handle.fetch_history()
+    (project / "stop-sent").unlink()
+    return {"scenario-stop-kept": history}
+
+
 async def _until_action_runs(handle: WorkflowHandle[Any, Any]) -> None:
     started = PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
     async with asyncio.timeout(WAIT_SECONDS):
@@ -215,6 +247,16 @@ async def _until_action_runs(handle: WorkflowHandle[Any, Any]) -> None:
             if any(activity.state == started for activity in pending):
                 return
             await asyncio.sleep(0.1)
+
+
+async def _until_cancel_requested(handle: WorkflowHandle[Any, Any]) -> None:
+    requested = PendingActivityState.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED
+    async with asyncio.timeout(WAIT_SECONDS):
+        while True:
+            pending = (await handle.describe()).raw_description.pending_activities
+            if any(activity.state == requested for activity in pending):
+                return
+            await asyncio.sleep(0.02)
 
 
 async def record_child_workflow(client: Client, project: Path) -> dict[str, ClientHistory]:
@@ -227,4 +269,4 @@ async def record_child_workflow(client: Client, project: Path) -> dict[str, Clie
     return {name: recording.history}
 
 
-SCENARIOS = (record_continue_as_new, record_stop, record_child_workflow)
+SCENARIOS = (record_continue_as_new, record_stop, record_kept_stop, record_child_workflow)

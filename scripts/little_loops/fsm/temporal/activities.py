@@ -8,6 +8,8 @@ the action runs the activity heartbeats its process group; a cancelled activity 
 workflow was stopped) kills that group, and a retried one (its worker died) first stops
 the group the dead attempt left running on this host, so the action never runs twice at
 once; afterwards it prunes the run's logs to the last `logs_keep` actions, as locally.
+A retried action is never silent: its activity tells the workflow why it runs again
+(`action_retry`) and says so in the worker's log before the action starts.
 `judge`, `checkpoint`, `spawn_handoff` and `inspect_workspace` (the stall guard's
 work-tree fingerprint) are the other requests that need the host; `notify` calls the
 loop's notify command here, where the person's machine and credentials are.
@@ -23,10 +25,12 @@ import os
 import signal
 import socket
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from temporalio import activity
+from temporalio.api.enums.v1 import TimeoutType
 
 from little_loops.fsm.engine.child_loader import load_child as load_child_file
 from little_loops.fsm.engine.evaluation_step import judge as judge_step
@@ -39,7 +43,7 @@ from little_loops.fsm.process.background_groups import wait_for_group_end
 from little_loops.fsm.process.checkpoint import CheckpointResult, GitCheckpointer
 from little_loops.fsm.process.output_files import stderr_log_path
 from little_loops.fsm.process.path_fingerprint import paths_fingerprint
-from little_loops.fsm.process.process_groups import ActionGroup
+from little_loops.fsm.process.process_groups import ActionGroup, read_stat
 from little_loops.fsm.process.runner import KILL_GRACE_SECONDS, DefaultActionRunner
 from little_loops.fsm.process.workspace import WorkspaceWatcher
 from little_loops.fsm.signal_detector import SignalDetector
@@ -49,6 +53,12 @@ from little_loops.fsm.store.state_files import (
     RUNNING_DIR,
     LoopState,
     write_file_atomically,
+)
+from little_loops.fsm.temporal.action_retry import (
+    ActionRetry,
+    LastAttempt,
+    retry_reason,
+    state_of_activity,
 )
 from little_loops.fsm.temporal.payloads import (
     ActionInput,
@@ -93,6 +103,9 @@ TEMPORAL_STATE_SUFFIX = ".temporal-state.json"
 `LL_STATE_FILE` names for a Temporal run (its own file: the local engine's state file of
 the same loop is left alone)."""
 
+RETRY_RPC_TIMEOUT = timedelta(seconds=5)
+"""How long a retried action waits to learn and tell why it runs again (it runs anyway)."""
+
 NOTIFY_WAIT_SECONDS = 75.0
 """How long `notify` waits for the command's supervisor (which bounds the command to
 `NOTIFY_TIMEOUT_SECONDS`), so the worker keeps no zombie."""
@@ -101,6 +114,8 @@ NOTIFY_WAIT_SECONDS = 75.0
 @activity.defn(name="ll-loop.run_action")
 async def run_action(request: ActionInput) -> ActionOutput:
     """Run one action; see the module docstring."""
+    if activity.info().attempt > 1:
+        await _tell_retry(activity.info())
     _stop_left_over(activity.info().heartbeat_details)
     cwd = request.cwd or request.checkout  # a `worktree:` sub-loop's action: its worktree
     runner = DefaultActionRunner(cwd=cwd, output_cap=OUTPUT_TAIL_BYTES)
@@ -171,10 +186,11 @@ class _MarkerLines:
         del self.lines[MAX_SIGNAL_LINES:]
 
 
-def _group_details(groups: list[ActionGroup]) -> dict[str, Any] | None:
-    if not groups:
-        return None
-    return {"host": socket.gethostname(), **groups[-1].to_dict()}
+def _group_details(groups: list[ActionGroup]) -> dict[str, Any]:
+    """What a retry needs of this attempt: this worker (host and pid) and, once the
+    action runs, its process group."""
+    worker = {"host": socket.gethostname(), "worker_pid": os.getpid()}
+    return {**worker, **groups[-1].to_dict()} if groups else worker
 
 
 def _stop_left_over(details: Sequence[Any]) -> None:
@@ -183,7 +199,7 @@ def _stop_left_over(details: Sequence[Any]) -> None:
     if not details or not isinstance(details[-1], dict):
         return
     recorded = details[-1]
-    if recorded.get("host") != socket.gethostname():
+    if "pgid" not in recorded or recorded.get("host") != socket.gethostname():
         return  # another host: its processes died with it or are not ours to see
     group = ActionGroup.from_dict(recorded)
     if not group.alive():
@@ -193,6 +209,60 @@ def _stop_left_over(details: Sequence[Any]) -> None:
     if not wait_for_group_end(group.pgid, KILL_GRACE_SECONDS):
         _signal_group(group.pgid, signal.SIGKILL)
         wait_for_group_end(group.pgid, KILL_GRACE_SECONDS)
+
+
+async def _tell_retry(info: activity.Info) -> None:
+    """This attempt runs the action again: say why in the worker's log and tell the
+    workflow (`action_retry`). Best effort: the action runs whatever happens here."""
+    last = await _last_attempt(info)
+    retry = ActionRetry(
+        state_of_activity(info.activity_id), info.attempt, retry_reason(last, socket.gethostname())
+    )
+    activity.logger.warning("%s", retry.said())
+    try:
+        handle = activity.client().get_workflow_handle(
+            info.workflow_id or "", run_id=info.workflow_run_id
+        )
+        await handle.signal("action_retry", retry, rpc_timeout=RETRY_RPC_TIMEOUT)
+    except Exception as exc:  # telling must never keep the action from running
+        activity.logger.warning("the workflow was not told of the retry: %s", exc)
+
+
+async def _last_attempt(info: activity.Info) -> LastAttempt:
+    """The previous attempt: its worker from its last heartbeat, and how Temporal says
+    it ended (from the workflow's pending activity, when the server answers)."""
+    details = info.heartbeat_details
+    recorded = details[-1] if details and isinstance(details[-1], dict) else {}
+    host, pid = recorded.get("host"), recorded.get("worker_pid")
+    pid = pid if isinstance(pid, int) else None
+    alive = pid is not None and host == socket.gethostname() and _process_runs(pid)
+    failure, timeout = await _last_failure(info)
+    return LastAttempt(host if isinstance(host, str) else None, pid, alive, failure, timeout)
+
+
+async def _last_failure(info: activity.Info) -> tuple[str | None, str | None]:
+    """(the failure text when the last attempt raised, the timeout that ended it)."""
+    try:
+        handle = activity.client().get_workflow_handle(
+            info.workflow_id or "", run_id=info.workflow_run_id
+        )
+        described = await handle.describe(rpc_timeout=RETRY_RPC_TIMEOUT)
+    except Exception:  # the heartbeat's facts are enough then
+        return None, None
+    for pending in described.raw_description.pending_activities:
+        if pending.activity_id == info.activity_id and pending.HasField("last_failure"):
+            failure = pending.last_failure
+            if failure.HasField("timeout_failure_info"):
+                kind = TimeoutType.Name(failure.timeout_failure_info.timeout_type)
+                return None, kind.removeprefix("TIMEOUT_TYPE_").lower()
+            return failure.message or None, None
+    return None, None
+
+
+def _process_runs(pid: int) -> bool:
+    """`pid` runs on this host (a zombie no longer does)."""
+    stat = read_stat(pid)
+    return stat is not None and stat.state != "Z"
 
 
 def _signal_group(pgid: int, signum: int) -> None:

@@ -3,7 +3,9 @@
 The workflow has no `.loops/.running/<name>.state.json`; its `status` query answers with
 the same record (`LoopState`), built here from the core's cursor and guards and from what
 the events said (the phase, the last evaluation, a handoff's prompt), as
-`PersistentExecutor` builds its snapshots. `resumed_cursor` is where a resumed run goes
+`PersistentExecutor` builds its snapshots, plus the actions Temporal ran again after a
+worker or server failure (`action_retries`: their `action_retry` events; a local run has
+none, so its state file has no such key). `resumed_cursor` is where a resumed run goes
 on from, as `PersistentExecutor._restore` decides it for a local resume.
 """
 
@@ -22,6 +24,7 @@ from little_loops.fsm.store.persistent_executor import (
 )
 from little_loops.fsm.store.run_history import WAITING
 from little_loops.fsm.store.state_files import PHASE_ENTERED, PHASE_ROUTED, LoopState
+from little_loops.fsm.temporal.action_retry import ACTION_RETRY_EVENT, RETRIES_SHOWN
 from little_loops.fsm.temporal.payloads import (
     Carry,
     ResumeSignal,
@@ -54,6 +57,7 @@ class RunRecord:
     updated_at: str = ""
     budget_override: float | None = None  # `--max-cost`, kept on resume
     notify_override: str | None = None  # `--notify`, kept on resume
+    action_retries: list[dict[str, Any]] = field(default_factory=list)  # the last ones
 
     def note(self, event: dict[str, Any]) -> None:
         """Take in one event of the core (as `PersistentExecutor._record_event` does)."""
@@ -74,6 +78,23 @@ class RunRecord:
             self.status = WAITING
         elif kind == "limit_wait_end":
             self.status = "running"
+        elif kind == ACTION_RETRY_EVENT:
+            self.action_retries = [*self.action_retries, event][-RETRIES_SHOWN:]
+
+    def recall_retries(self, events: list[dict[str, Any]]) -> None:
+        """The retries among the events carried from an earlier workflow run."""
+        for event in events:
+            if event.get("event") == ACTION_RETRY_EVENT:
+                self.action_retries = [*self.action_retries, event][-RETRIES_SHOWN:]
+
+    def state_dict(self, cursor: RunCursor, guards: RunGuards, elapsed_ms: int) -> dict[str, Any]:
+        """`state(...)` as the `status` query answers it: with the retries, when any."""
+        return self.with_retries(self.state(cursor, guards, elapsed_ms).to_dict())
+
+    def with_retries(self, state: dict[str, Any]) -> dict[str, Any]:
+        if self.action_retries:
+            state["action_retries"] = list(self.action_retries)
+        return state
 
     def state(self, cursor: RunCursor, guards: RunGuards, elapsed_ms: int) -> LoopState:
         """The state file of the run as it stands."""

@@ -10,8 +10,14 @@ else (routing, guards, pure evaluators, signals) runs here, deterministically.
 
 - A handoff pauses the run (status `awaiting_continuation`) until the `resume` signal,
   which may carry a new prompt and `max_continuations`.
-- Cancelling the workflow is `stop`: the running action's activity is cancelled (its
-  process group killed), and the run ends `interrupted`, resumable by a new workflow run.
+- Cancelling the workflow is `stop`. The request is part of the workflow's state the
+  moment it arrives (`workflow.cancellation_reason()`, `_stop_asked`): the run core sees
+  it as a shutdown, so nothing is scheduled after it. The running action's activity is
+  cancelled (its process group killed) when the cancellation reaches it; one that
+  finished first keeps its result and the run stops before the next state, as locally.
+  The run ends `interrupted`, resumable by a new workflow run.
+- An action that Temporal ran again after a worker or server failure is told by its
+  activity (the `action_retry` signal) and kept as an event (`action_retry`).
 - `status` answers with the state file's fields (`LoopState`); `events(since)` gives the
   events from number `since` on, so a client can show progress as a local run does.
 - Every `continue_as_new_every` states the run continues as new, carrying its cursor
@@ -80,6 +86,7 @@ with workflow.unsafe.imports_passed_through():
     from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
     from little_loops.fsm.signal_detector import SignalDetector
     from little_loops.fsm.store.state_files import RUNNING_DIR
+    from little_loops.fsm.temporal.action_retry import ActionRetry
     from little_loops.fsm.temporal.payloads import (
         ActionInput,
         ActionOutput,
@@ -132,6 +139,11 @@ _ONCE = RetryPolicy(maximum_attempts=1)  # a notification retried could be told 
 NOTIFY = "ll-loop:2026-11:notify"
 """`workflow.patched` name: the notify command is called (before it, never on Temporal)."""
 
+STOP_KEPT = "ll-loop:2026-11:stop-kept"
+"""`workflow.patched` name: a stop is kept from the moment it arrives (before it, a stop
+that reached neither a running activity nor a timer was lost), and a stop while judging
+or committing lets that activity finish instead of cancelling it."""
+
 NOTIFIED_EVENTS = frozenset({"limit_wait", "limit_wait_end"})
 """Events told as they happen (the end of the run is told once its outcome is set)."""
 
@@ -165,6 +177,7 @@ class LoopWorkflow:
         self._to_tell: list[NotifyInput] = []  # notifications not sent yet, in order
         self._telling: asyncio.Task[None] | None = None  # sends them, one at a time
         self._children = ChildWorkflows()  # the sub-loops' child workflows it waits for
+        self._held_completion: dict[str, Any] | None = None  # see `_keep_held_completion`
 
     # -- signals and queries ------------------------------------------------------------
 
@@ -177,6 +190,15 @@ class LoopWorkflow:
         """A sub-loop's child workflow tells its events and place (`sub_loop_children`)."""
         self._children.relay(progress)
 
+    @workflow.signal(name="action_retry")
+    def action_retry(self, retry: ActionRetry) -> None:
+        """An action's activity runs again (its activity says so as it starts): kept as
+        an event of the run. Changes no command: old histories replay as they were."""
+        event = retry.event(workflow.now().isoformat())
+        if self._record is not None:
+            self._record.note(event)
+        self._keep_event(event)  # the worker that runs the retry logs it
+
     @workflow.query
     def status(self) -> dict[str, Any] | None:
         """The state file's fields, as the run stands (None before it starts)."""
@@ -185,7 +207,7 @@ class LoopWorkflow:
         if self._record is None or self._core is None:
             return None
         core = self._core
-        return self._record.state(core.cursor, core.guards, self._elapsed_ms).to_dict()
+        return self._record.state_dict(core.cursor, core.guards, self._elapsed_ms)
 
     @workflow.query
     def outcome(self) -> RunOutcome | None:
@@ -215,6 +237,7 @@ class LoopWorkflow:
         if carry is not None:
             self._events = list(carry.recent_events)
             self._first_event = carry.event_offset - len(self._events)
+            record.recall_retries(self._events)
             cursor = cursor_from_dict(carry.cursor)
             guards_from_dict(guards, carry.guards)
             record.take_carry(carry)
@@ -225,9 +248,11 @@ class LoopWorkflow:
                 cursor = self._resumed(cursor, guards, run.resume or ResumeSignal())
         while True:
             finish = await self._drive(self._new_core(cursor, guards))
-            if self._rolling_over:
+            if self._rolling_over and not self._stop_asked():
                 await self._notified()
-                workflow.continue_as_new(self._continued_input())
+                if not self._stop_asked():  # a stop meanwhile ends the run here
+                    workflow.continue_as_new(self._continued_input())
+            self._keep_held_completion()
             self._outcome = self._finished(finish)
             await self._release_scope()
             await self._notify_end(self._outcome)
@@ -258,12 +283,23 @@ class LoopWorkflow:
             handoff_handler=HandoffHandler(HandoffBehavior(fsm.on_handoff)),
             log_dir=logs if run.keep_logs and self._logs_keep() else None,
             checkpoints=fsm.checkpoint == "git",
-            stop_requested=self._rollover_due,
+            stop_requested=self._stop_or_rollover,
             revised=self._revised,
             choices=run.choices,
         )
         self._core = core
         return core
+
+    def _stop_or_rollover(self) -> bool:
+        """The core stops before its next state: a stop arrived, or it is time to
+        continue as new (a stop wins: the run then ends `interrupted`)."""
+        return self._stop_asked() or self._rollover_due()
+
+    def _stop_asked(self) -> bool:
+        """Whether `stop` (the workflow's cancellation) has arrived. Read from the
+        workflow's own state, so a stop that no activity or timer saw is not lost; a run
+        recorded before `STOP_KEPT` replays as it ran (it looked only at those)."""
+        return workflow.cancellation_reason() is not None and workflow.patched(STOP_KEPT)
 
     def _revised(self, name: str) -> bool:
         """Whether a named change of the run core (`engine.revisions`) applies: yes for a
@@ -279,6 +315,8 @@ class LoopWorkflow:
 
     async def _serve(self, core: RunCore, request: Request) -> Any:
         """Do what `request` asks (one branch per request type); return its result."""
+        if isinstance(request, RunAction | Sleep | WaitUntil) and self._stop_asked():
+            return _cancelled_action() if isinstance(request, RunAction) else None
         if isinstance(request, RunAction):
             return await self._run_action(core, request)
         if isinstance(request, EvaluateWithIO):
@@ -339,14 +377,7 @@ class LoopWorkflow:
             if not is_cancelled_exception(exc):
                 return _failed_action(self._activity_failure(exc))
             core.request_shutdown()  # `stop`: the action was cut off and runs again on resume
-            return ActionResult(
-                output="",
-                stderr=CANCELLED_MESSAGE,
-                exit_code=CANCELLED_EXIT_CODE,
-                duration_ms=0,
-                error=CANCELLED_MESSAGE,
-                cancelled=True,
-            )
+            return _cancelled_action()
         if request.scan is not None:
             for line in output.signal_lines:  # what the activity saw as the output streamed
                 request.scan.feed(line)
@@ -527,8 +558,15 @@ class LoopWorkflow:
             "retry_policy": _RETRIES,
             "activity_id": self._activity_id(core, name.removeprefix("ll-loop.")),
         }
+        handle = workflow.start_activity(name, arg, **options)
         try:
-            return await workflow.execute_activity(name, arg, **options)
+            return await asyncio.shield(handle)
+        except asyncio.CancelledError:
+            if self._stop_asked():
+                return await handle  # it finishes; the core stops before the next state
+            handle.cancel()  # as before `STOP_KEPT`: the stop cancels it
+        try:
+            return await handle
         except asyncio.CancelledError:
             core.request_shutdown()
             return await workflow.execute_activity(name, arg, **options)
@@ -564,7 +602,9 @@ class LoopWorkflow:
         state.current_state, state.iteration = result.final_state, result.iterations
         carry = record.carry(cursor, self._core.guards, self._event_count())
         carry.cursor["elapsed_ms"] = result.duration_ms
-        return RunOutcome(state=state.to_dict(), result=result.to_dict(), carry=carry)
+        return RunOutcome(
+            state=record.with_retries(state.to_dict()), result=result.to_dict(), carry=carry
+        )
 
     def _pauses(self, finish: Finish) -> bool:
         """A handoff that is not terminated waits for `resume` (pause, or spawn: the new
@@ -708,7 +748,8 @@ class LoopWorkflow:
     def _on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
         if kind == "loop_complete" and self._rolling_over:
-            return  # the run goes on in the next workflow run
+            self._held_completion = event  # the run goes on in the next workflow run
+            return
         if kind == "loop_start" and self._quiet_start:
             self._quiet_start = False
             return
@@ -721,6 +762,14 @@ class LoopWorkflow:
         self._keep_event(event)
         if kind in NOTIFIED_EVENTS:  # with the state as it stands now, as locally
             self._notify(event=event, state=self.status())
+
+    def _keep_held_completion(self) -> None:
+        """A run stopped as it was to continue as new ends here: its completion counts."""
+        held, self._held_completion = self._held_completion, None
+        if held is not None:
+            assert self._record is not None
+            self._record.note(held)
+            self._keep_event(held)
 
     def _keep_event(self, event: dict[str, Any]) -> None:
         self._events.append(event)
@@ -754,6 +803,18 @@ def _logs_in_use(cursor: RunCursor) -> list[str]:
     results: list[Any] = [*cursor.captured.values(), cursor.prev_result]
     paths = [result.get("log_path") for result in results if isinstance(result, dict)]
     return [path for path in paths if isinstance(path, str)]
+
+
+def _cancelled_action() -> ActionResult:
+    """An action a stop cut off (or kept from starting): it runs again on resume."""
+    return ActionResult(
+        output="",
+        stderr=CANCELLED_MESSAGE,
+        exit_code=CANCELLED_EXIT_CODE,
+        duration_ms=0,
+        error=CANCELLED_MESSAGE,
+        cancelled=True,
+    )
 
 
 def _failed_action(message: str) -> ActionResult:
