@@ -205,23 +205,25 @@ def test_history_json_prints_one_array_and_jsonl_one_event_a_line(
     assert [json.loads(line) for line in out.splitlines()] == EVENTS[2:]
 
 
-def test_history_without_events_is_not_an_error_as_in_the_reference(
+def test_history_without_events_exits_1_like_status(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The reference prints `No history for: <name>` and exits 0, known loop or not."""
-    assert cli_in_process(capsys, "history", "nosuch") == (0, "No history for: nosuch\n", "")
-    assert cli_in_process(capsys, "history", "nosuch", "--json") == (0, "[]\n", "")
+    """The reference printed `No history for: <name>` and exited 0, known loop or not;
+    like `status` of a loop that never ran, it is exit 1 now (issue 23 item 14), with the
+    reference's words."""
+    assert cli_in_process(capsys, "history", "nosuch") == (1, "No history for: nosuch\n", "")
+    assert cli_in_process(capsys, "history", "nosuch", "--json") == (1, "[]\n", "")
     write_loop(tmp_path, "simple", SIMPLE_LOOP)
-    assert cli_in_process(capsys, "history", "simple") == (0, "No history for: simple\n", "")
+    assert cli_in_process(capsys, "history", "simple") == (1, "No history for: simple\n", "")
     assert cli_in_process(capsys, "history", "simple", "-n", "0") == (
-        0,
+        1,
         "No history for: simple\n",
         "",
     )
     save_state("ghost", "interrupted")
-    assert cli_in_process(capsys, "history", "ghost") == (0, "No history for: ghost\n", "")
+    assert cli_in_process(capsys, "history", "ghost") == (1, "No history for: ghost\n", "")
     Path(".loops/.running/ghost.events.jsonl").write_text("\n")
-    assert cli_in_process(capsys, "history", "ghost") == (0, "No history for: ghost\n", "")
+    assert cli_in_process(capsys, "history", "ghost") == (1, "No history for: ghost\n", "")
 
 
 def test_history_line_without_timestamp() -> None:

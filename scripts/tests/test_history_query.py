@@ -76,7 +76,7 @@ def test_history_state_event_and_since_filters(capsys: pytest.CaptureFixture[str
     code, out, _ = cli_in_process(
         capsys, "history", "fixer", "--state", "fix", "--event", "action_complete"
     )
-    assert out == "2020-05-01 02:14:40 action_complete exit_code=0 cost_usd=0.1\n"
+    assert out == "2020-05-01 02:14:40 fix  action_complete exit_code=0 cost_usd=0.1\n"
     code, out, _ = cli_in_process(capsys, "history", "fixer", "--since", "2020-05-01T02:14:45")
     assert out.splitlines()[0].startswith("2020-05-01 02:14:07 fix  ✓ success")  # its route
     assert len(out.splitlines()) == 3

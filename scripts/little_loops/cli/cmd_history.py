@@ -19,7 +19,8 @@ from little_loops.cli.history_lines import readable_lines
 from little_loops.cli.history_query import EventFilter, states_of
 from little_loops.cli.history_runs import Run, runs_of
 from little_loops.cli.output import Logger, write_line
-from little_loops.cli.resolve import LOOPS_DIR, loop_name_for
+from little_loops.cli.resolve import LOOPS_DIR, load_resolved, loop_name_for
+from little_loops.fsm.errors import LoopError
 from little_loops.fsm.persistence import StatePersistence
 from little_loops.fsm.store.state_files import parse_event_line, read_last_events
 
@@ -50,12 +51,31 @@ def history_command(
         events_file = chosen.events_file
     query = query or EventFilter()
     events = _read(events_file, tail, output, query)
+    unknown = _unknown_state(loop_arg, query.state, events)
+    if unknown is not None:
+        Logger().error(unknown)
+        return FAILED
     if not events:
-        # The reference's answer for a loop without events, known or not: exit 0.
+        # The reference said this and exited 0; like `status`, a loop that never ran is
+        # now exit 1 (issue 23 item 14).
         write_line("[]" if output == "json" else f"No history for: {loop_arg}")
-        return OK
+        return FAILED
     print_events(events, tail, output, query)
     return OK
+
+
+def _unknown_state(loop_arg: str, state: str | None, events: list[dict[str, Any]]) -> str | None:
+    """`--state` naming no state of the loop (when its file is found) nor of its run (a
+    sub-loop's states are the child's): what to say."""
+    if state is None or any(event.get("state") == state for event in events):
+        return None
+    try:
+        _, fsm = load_resolved(loop_arg)
+    except LoopError:
+        return None  # a run kept under a name with no file: its events decide
+    if state in fsm.states:
+        return None
+    return f"--state {state}: {fsm.name} has no such state (its states: {', '.join(fsm.states)})"
 
 
 def _read(path: Path, tail: int, output: str, query: EventFilter) -> list[dict[str, Any]]:

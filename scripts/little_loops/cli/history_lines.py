@@ -53,6 +53,7 @@ class _Visit:
     costed: bool = False
     verdict: str | None = None
     error: str | None = None
+    state: str | None = None
 
     def note(self, event: dict[str, Any]) -> None:
         for key in COST_KEYS:
@@ -91,13 +92,20 @@ def readable_lines(
         kind = event.get("event")
         depth = _depth(event)
         if kind == "state_enter":
-            visits[depth] = _Visit(entered=event_moment(event))
+            visits[depth] = _Visit(entered=event_moment(event), state=str(event.get("state")))
         visit = visits.setdefault(depth, _Visit())
         visit.note(event)
         if not keep(index) or (fold and kind in FOLDED):
             continue
-        lines.append(_route_line(event, visit) if kind == "route" else _event_line(event))
+        if kind == "route":
+            lines.append(_route_line(event, visit))
+        else:
+            lines.append(_event_line(event, visit.state if kind in _OF_A_STATE else None))
     return lines
+
+
+# A state's own events, which do not name it: their lines do (`--event action_complete`).
+_OF_A_STATE = frozenset({"action_start", "action_complete", "evaluate"})
 
 
 def _depth(event: dict[str, Any]) -> int:
@@ -168,14 +176,15 @@ def _duration(seconds: float) -> str:
     return f"{minutes}m {rest}s"
 
 
-def _event_line(event: dict[str, Any]) -> str:
-    """`<time> <event> key=value ...` (long values cut, line breaks folded)."""
+def _event_line(event: dict[str, Any], state: str | None = None) -> str:
+    """`<time> [<state>  ]<event> key=value ...` (long values cut, line breaks folded)."""
     rest = " ".join(
         f"{key}={_value(value)}"
         for key, value in event.items()
         if key not in ("event", "ts", "depth")
     )
-    head = f"{clock_time(event_moment(event))} {_pad(event)}{event.get('event', '?')}"
+    owner = f"{state}  " if state else ""
+    head = f"{clock_time(event_moment(event))} {_pad(event)}{owner}{event.get('event', '?')}"
     return f"{head} {rest}" if rest else head
 
 

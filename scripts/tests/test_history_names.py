@@ -1,0 +1,37 @@
+"""`history` names what it shows (issue 23, item 14): an unknown `--state` is an error
+listing the loop's states, and a state's own events name their state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fixtures.cli_support import normalize, run_cli, write_loop
+
+TWO = """\
+name: two
+initial: a
+states:
+  a: {action: "echo one", next: b}
+  b: {action: "echo two", next: done}
+  done: {terminal: true}
+"""
+
+
+def test_an_unknown_state_is_an_error_naming_the_states(tmp_path: Path) -> None:
+    write_loop(tmp_path, "two", TWO)
+    run_cli(tmp_path, "run", "two")
+    done = run_cli(tmp_path, "history", "two", "--state", "c")
+    assert (done.returncode, done.stdout, normalize(done.stderr)) == (
+        1,
+        "",
+        "[T] --state c: two has no such state (its states: a, b, done)\n",
+    )
+    assert run_cli(tmp_path, "history", "two", "--state", "b").returncode == 0
+
+
+def test_a_states_own_events_name_it(tmp_path: Path) -> None:
+    write_loop(tmp_path, "two", TWO)
+    run_cli(tmp_path, "run", "two")
+    done = run_cli(tmp_path, "history", "two", "--event", "action_complete")
+    shown = [line.split(" ", 1)[1].split(" duration_ms")[0] for line in done.stdout.splitlines()]
+    assert shown == ["a  action_complete exit_code=0", "b  action_complete exit_code=0"]
