@@ -63,9 +63,9 @@ def test_run_over_a_paused_run_says_where_it_went_on_stderr(
     assert (code, out) == (3, "Resume with: ll-loop resume tour\n")
     [folder] = _history(tmp_path)
     assert err == (
-        f"Archived the unfinished run of tour (awaiting_continuation at state 'wave', "
-        f"iteration 1) to {folder.relative_to(tmp_path)}; it was continued with "
-        "ll-loop resume tour (bring it back: ll-loop resume tour --from-history)\n"
+        "A new run of tour started; the unfinished one (awaiting_continuation at state "
+        f"'wave', iteration 1) is kept in {folder.relative_to(tmp_path)}. To go back to it "
+        "once the new run has ended: ll-loop resume tour --from-history\n"
     )
 
 
@@ -108,8 +108,9 @@ def test_resume_from_history_refuses_while_the_current_run_is_unfinished(
     assert cli_in_process(capsys, "resume", "tour", "--from-history") == (
         1,
         "",
-        "[T] the current run of 'tour' is unfinished (awaiting_continuation); resume it "
-        "with: ll-loop resume tour (--from-history is for a run archived later)\n",
+        "[T] the current run of 'tour' is itself unfinished (awaiting_continuation at state "
+        "'wave'): continue it with ll-loop resume tour; --from-history brings back an "
+        "archived run once the current one has ended\n",
     )
     assert _state(tmp_path) == before
     assert len(_history(tmp_path)) == 1
@@ -122,7 +123,8 @@ def test_resume_from_history_refuses_when_there_is_no_unfinished_run(
     assert cli_in_process(capsys, "resume", "tour", "--from-history") == (
         1,
         "",
-        "[T] no unfinished run of 'tour' in .loops/.history/tour\n",
+        "[T] nothing to bring back: .loops/.history/tour/ holds no unfinished run of 'tour' "
+        "(the runs kept: ll-loop history tour --runs)\n",
     )
 
 
@@ -168,8 +170,9 @@ def test_run_in_the_background_over_a_paused_run_says_so_before_detaching(
     code, _, err = cli_in_process(capsys, "run", "tour", "--background", "-q")
     assert code == 0
     assert err == (
-        "The unfinished run of tour (awaiting_continuation at state 'wave') is moved to "
-        ".loops/.history/tour/; bring it back later with: ll-loop resume tour --from-history\n"
+        "A new run of tour starts; the unfinished one (awaiting_continuation at state 'wave') "
+        "is kept in .loops/.history/tour/. To go back to it once the new run has ended: "
+        "ll-loop resume tour --from-history\n"
     )
     log = tmp_path / ".loops/.running/tour.log"
     deadline = time.monotonic() + 30

@@ -125,9 +125,9 @@ def _warn_before_archiving(persistence: StatePersistence) -> None:
     old = persistence.load_state()
     if old is not None and old.status in UNFINISHED_STATUSES:
         write_error_line(
-            f"The unfinished run of {old.loop_name} ({old.status} at state "
-            f"'{old.current_state}') is moved to .loops/.history/{old.loop_name}/; "
-            f"bring it back later with: ll-loop resume {old.loop_name} --from-history"
+            f"A new run of {old.loop_name} starts; the unfinished one ({old.status} at state "
+            f"'{old.current_state}') is kept in .loops/.history/{old.loop_name}/. To go back "
+            f"to it once the new run has ended: ll-loop resume {old.loop_name} --from-history"
         )
 
 
@@ -137,10 +137,10 @@ def _say_if_unfinished(archived: ArchivedRun | None, loop_arg: str) -> None:
         return
     old = archived.state
     write_error_line(
-        f"Archived the unfinished run of {old.loop_name} ({old.status} at state "
-        f"'{old.current_state}', iteration {old.current_iteration()}) to {archived.folder}; "
-        f"it was continued with ll-loop resume {loop_arg} (bring it back: "
-        f"ll-loop resume {loop_arg} --from-history)"
+        f"A new run of {old.loop_name} started; the unfinished one ({old.status} at state "
+        f"'{old.current_state}', iteration {old.current_iteration()}) is kept in "
+        f"{archived.folder}. To go back to it once the new run has ended: "
+        f"ll-loop resume {old.loop_name} --from-history"
     )
 
 

@@ -28,13 +28,17 @@ def bring_back_from_history(executor: PersistentExecutor, loop_arg: str, logger:
     current = persistence.load_state_checked()
     if current is not None and current.status in UNFINISHED_STATUSES:
         raise NotResumableError(
-            f"the current run of '{name}' is unfinished ({current.status}); resume it "
-            f"with: ll-loop resume {loop_arg} (--from-history is for a run archived later)"
+            f"the current run of '{name}' is itself unfinished ({current.status} at state "
+            f"'{current.current_state}'): continue it with ll-loop resume {name}; "
+            "--from-history brings back an archived run once the current one has ended"
         )
     folder = latest_unfinished_run(persistence.loops_dir, name)
     if folder is None:
         where = history_dir(persistence.loops_dir, name)
-        raise NotResumableError(f"no unfinished run of '{name}' in {where}")
+        raise NotResumableError(
+            f"nothing to bring back: {where}/ holds no unfinished run of '{name}' "
+            f"(the runs kept: ll-loop history {name} --runs)"
+        )
     executor.archive_previous()
     try:
         restore_archived_run(persistence, folder)
