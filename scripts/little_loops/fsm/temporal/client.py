@@ -115,8 +115,24 @@ async def connect(settings: ServerSettings, environ: Mapping[str, str] | None = 
     except RuntimeError as exc:
         raise TemporalEngineError(
             f"cannot reach the Temporal server at {settings.address} "
-            f"(namespace {settings.namespace}): {exc}"
+            f"(namespace {settings.namespace}): {connect_problem(str(exc))}"
         ) from None
+
+
+_CONNECT_PROBLEMS = (
+    ("Connection refused", "connection refused (is it running? set LL_TEMPORAL_ADDRESS)"),
+    ("dns error", "no such host (set LL_TEMPORAL_ADDRESS)"),
+    ("timed out", "no answer (is it running? set LL_TEMPORAL_ADDRESS)"),
+)
+
+
+def connect_problem(detail: str) -> str:
+    """The client's connect error in a few words (it is a Rust transport error of several
+    hundred characters); unknown ones are kept whole."""
+    for marker, words in _CONNECT_PROBLEMS:
+        if marker.lower() in detail.lower():
+            return words
+    return detail
 
 
 def referenced_env(loop: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
