@@ -344,7 +344,7 @@ def stop_temporal(loop_arg: str) -> int:
             return FAILED
         await runs.stop(name)
         if not await runs.workflow_worker_polls():
-            Logger().warning(stop_pending(name, runs.task_queue))
+            Logger().warning(stop_pending(name, runs.task_queue, runs.workflow_id(name)))
             return OK
         Logger().success(f"Stopping {name} (workflow {runs.workflow_id(name)})")
         return OK

@@ -99,9 +99,11 @@ def test_without_a_worker_status_and_history_say_so_in_one_line_and_stop_is_kept
 
     stopped = run_cli(checkout, "stop", "hello", env=env)
     assert stopped.returncode == 0
+    workflow_id = f"ll-loop:hello@{os.uname().nodename}:{checkout.resolve()}"
     assert normalize(stopped.stderr).splitlines() == [
         f"[T] Stop requested for hello: no worker runs its workflow (task queue "
-        f"'{_queue(checkout)}'), so it stops when one does"
+        f"'{_queue(checkout)}'), so it stops when one does; to end it now without a worker "
+        f"(it cannot be resumed then): temporal workflow terminate --workflow-id {workflow_id}"
     ]
     # The server kept the stop: the first worker ends the run before its first action.
     workers.append(Worker(checkout, env))

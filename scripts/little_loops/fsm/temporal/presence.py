@@ -45,12 +45,19 @@ class NoWorkflowWorkerError(LoopError):
         self.task_queue = task_queue
 
 
-def stop_pending(loop_name: str, task_queue: str) -> str:
+def stop_pending(loop_name: str, task_queue: str, workflow_id: str | None = None) -> str:
     """What a stop asked for while no worker runs the workflow does: the server keeps
-    the request, and the run ends when a worker takes it."""
-    return (
+    the request, and the run ends when a worker takes it; to end it at once without a
+    worker, Temporal's own command (issue 23 item 23)."""
+    said = (
         f"Stop requested for {loop_name}: no worker runs its workflow (task queue "
         f"'{task_queue}'), so it stops when one does"
+    )
+    if workflow_id is None:
+        return said
+    return (
+        f"{said}; to end it now without a worker (it cannot be resumed then): "
+        f"temporal workflow terminate --workflow-id {workflow_id}"
     )
 
 
