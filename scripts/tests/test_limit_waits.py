@@ -295,3 +295,23 @@ def test_throttling_gets_the_short_backoff() -> None:
     backoff = next(e for e in events if e["event"] == "rate_limit_backoff")
     assert (backoff["kind"], backoff["seconds"]) == ("throttle", 5.0)
     assert result.terminated_by == "terminal"
+
+
+def test_a_wait_resumed_after_a_stop_says_the_whole_time_the_limit_held_it_up() -> None:
+    """Issue 23 item 11: a run stopped during the wait and resumed after the reset said
+    `waited 0s` (only what it waited after the resume)."""
+    clock = JumpingClock()
+    core = RunCore(loop(), clock=clock, emit=lambda _: None)
+    driver = Driver(core, clock, [usage_limited(NOW + 600)])
+    driver.stop_on_wait = True
+    assert driver.run().terminated_by == "signal"
+    saved = core.cursor.copy()
+    assert saved.limit_wait is not None and saved.limit_wait["since"] == NOW
+
+    clock.now = NOW + 900  # resumed after the reset: nothing is left to wait
+    saved.iteration -= 1
+    resumed: list[dict[str, Any]] = []
+    core2 = RunCore(loop(), clock=clock, emit=resumed.append, cursor=saved)
+    assert Driver(core2, clock, [ok()]).run().terminated_by == "terminal"
+    end = next(e for e in resumed if e["event"] == "limit_wait_end")
+    assert end["waited_seconds"] == 900

@@ -628,8 +628,11 @@ class RunCore:
         """Wait out a usage limit (`record`, kept in the cursor meanwhile so a stopped or
         crashed run waits only what is left); False when a shutdown cut it short."""
         self.cursor.limit_wait = record
-        started = self._now()
-        self._emit("limit_wait", **wait_keys(record, started))
+        now = self._now()
+        # When the wait began, kept in the record: a run stopped during it and resumed
+        # later says how long the limit held it up in all, not only the rest it waited.
+        started = record.setdefault("since", now)
+        self._emit("limit_wait", **wait_keys(record, now))
         yield WaitUntil(record["until"])
         if self.shutdown_requested:
             return False
