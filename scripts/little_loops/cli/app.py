@@ -441,7 +441,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
 
 def _on_temporal(a: argparse.Namespace) -> bool:
     """Whether this command goes to the Temporal engine (`--engine`, else LL_ENGINE)."""
-    from little_loops.cli.temporal_engine import engine_choice
+    from little_loops.cli.engine_flag import engine_choice
 
     return engine_choice(getattr(a, "engine", None)) == "temporal"
 

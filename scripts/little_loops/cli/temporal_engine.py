@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
 import os
 import signal
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from little_loops.cli.cap_text import cap_line
+from little_loops.cli.engine_flag import ENGINE_ENV, engine_choice, require_temporal
 from little_loops.cli.exit_codes import FAILED, INTERRUPTED, OK, USAGE
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved, loop_name_for
@@ -50,30 +50,10 @@ __all__ = [
     "worker_command",
 ]
 
-ENGINE_ENV = "LL_ENGINE"
-ENGINES = ("local", "temporal")
 T = TypeVar("T")
 
 used = False
 """Whether a Temporal client was made in this process (see `exit_now`)."""
-
-
-def engine_choice(flag: str | None) -> str:
-    """`--engine`, else `LL_ENGINE`, else `local`; an unknown `LL_ENGINE` is an error."""
-    engine = flag or os.environ.get(ENGINE_ENV) or "local"
-    if engine not in ENGINES:
-        raise LoopError(f"{ENGINE_ENV}={engine}: unknown engine (choose from local, temporal)")
-    if engine == "temporal":
-        require_temporal()
-    return engine
-
-
-def require_temporal() -> None:
-    """A one-line error, not a traceback, when the `temporal` extra is not installed."""
-    if importlib.util.find_spec("temporalio") is None:
-        raise LoopError(
-            'the Temporal engine needs the temporal extra: pip install "little-loops[temporal]"'
-        )
 
 
 def exit_now(code: int) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import uuid
 from pathlib import Path
 
 __all__ = ["WorktreeError", "add_worktree", "remove_worktree"]
@@ -26,6 +25,8 @@ class WorktreeError(Exception):
 
 def add_worktree(branch: str, loops_dir: Path, label: str) -> Path:
     """A fresh worktree of `branch` (which must exist); its absolute path."""
+    import uuid  # here, not at the top: most runs add no worktree (uuid loads platform)
+
     path = (
         loops_dir / ".worktrees" / f"{_UNSAFE.sub('_', label)}-{uuid.uuid4().hex[:8]}"
     ).resolve()
