@@ -608,7 +608,6 @@ def _free_port() -> int:
 # (LockManager, ScopeLock) and an executor that streams through Popen and a thread.
 REFERENCE_VERSION = "1.37.0"
 REFERENCE_CACHE = Path(tempfile.gettempdir()) / "ll-loop-bench-cache"
-REFERENCE_EXIT_CODE = 1  # 1.37.0 ends a loop cut off by max_iterations with exit code 1
 OURS_EXIT_CODE = 4  # ours: max_iterations reached
 
 
@@ -649,31 +648,70 @@ def compiled_copy(root: Path, python: Path) -> Path:
     return site
 
 
-def bench_reference(project: Project, sizes: Sizes) -> None:
-    n = sizes.reference_actions
+# What pip writes as a console script (the reference's `ll-loop` is one), so that ours
+# starts the same way; `{before}` is a line run first (the no-fsync diagnostic).
+CONSOLE_SCRIPT = """#!{python}
+import re
+import sys
+{before}
+from little_loops.cli import main_loop
+if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit(main_loop())
+"""
+NO_FSYNC = "import os; os.fsync = lambda fd: None  # diagnostic only"
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One way of running the spin loop: a name, its `ll-loop run` and its exit code."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    exit_code: int
+
+
+def console_script(path: Path, python: Path, before: str = "") -> Path:
+    path.write_text(CONSOLE_SCRIPT.format(python=python, before=before), encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def contenders(root: Path, base_env: dict[str, str]) -> list[Contender]:
+    """The reference, ours, and ours without the state file's fsync (a diagnostic: what
+    the fsync that keeps the state file whole after a power cut costs on this disk)."""
     venv = reference_venv()
     python = venv / "bin" / "python"
-    ours_dir, ref_dir = project.root / "ours", project.root / "reference"
+    ours_env = {**base_env, "PYTHONPATH": str(compiled_copy(root, python))}
+    ours = console_script(root / "ll-loop", python)
+    no_fsync = console_script(root / "ll-loop-no-fsync", python, NO_FSYNC)
+    run = ["run", "-q", "spin"]
+    return [
+        # 1.37.0 ends a loop cut off by max_iterations with exit code 1.
+        Contender("reference", [str(venv / "bin" / "ll-loop"), *run], base_env, 1),
+        Contender("ours", [str(ours), *run], ours_env, OURS_EXIT_CODE),
+        Contender("ours, no fsync", [str(no_fsync), *run], ours_env, OURS_EXIT_CODE),
+    ]
+
+
+def bench_reference(project: Project, sizes: Sizes) -> None:
+    n = sizes.reference_actions
     base_env = {k: v for k, v in project.env.items() if k != "PYTHONPATH"}
-    ours_env = {**base_env, "PYTHONPATH": str(compiled_copy(project.root, python))}
-    ours = [str(python), "-m", "little_loops.cli", "run", "-q", "spin"]
-    reference = [str(venv / "bin" / "ll-loop"), "run", "-q", "spin"]
+    field = contenders(project.root, base_env)
     runs: dict[tuple[str, int], list[CpuMeasured]] = {}
     for repeat in range(sizes.repeats):
+        turn = field[repeat % len(field) :] + field[: repeat % len(field)]  # who goes first
         for actions in (n, 1):
-            pair = [
-                ("ours", ours_dir, ours, ours_env, OURS_EXIT_CODE),
-                ("reference", ref_dir, reference, base_env, REFERENCE_EXIT_CODE),
-            ]
-            for who, folder, argv, env, code in pair[:: 1 if repeat % 2 else -1]:
-                measured = _spin_run(folder, argv, env, actions, code)
-                runs.setdefault((who, actions), []).append(measured)
+            for contender in turn:
+                measured = _spin_run(
+                    project.root / contender.name.replace(" ", "-"), contender, actions
+                )
+                runs.setdefault((contender.name, actions), []).append(measured)
     _report_reference(n, sizes.repeats, runs)
 
 
-def _spin_run(
-    folder: Path, argv: list[str], env: dict[str, str], actions: int, exit_code: int
-) -> CpuMeasured:
+def _spin_run(folder: Path, contender: Contender, actions: int) -> CpuMeasured:
     """One fresh run of the spin loop in `folder` (earlier runs' files removed first)."""
     loops = folder / ".loops"
     for leftover in (".running", ".history"):
@@ -683,43 +721,50 @@ def _spin_run(
     err_path = folder / "stderr.txt"
     with err_path.open("wb") as err:
         started = time.perf_counter()
-        process = subprocess.Popen(argv, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        process = subprocess.Popen(
+            contender.argv, cwd=folder, env=contender.env, stdout=subprocess.DEVNULL, stderr=err
+        )
         _, status, usage = os.wait4(process.pid, 0)  # usage counts its reaped children
         wall = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != exit_code:
+    if process.returncode != contender.exit_code:
         errors = err_path.read_text(encoding="utf-8", errors="replace")
-        raise SystemExit(
-            f"{argv[0]}: exit code {process.returncode}, expected {exit_code}\n{errors}"
-        )
+        raise SystemExit(f"{contender.name}: exit code {process.returncode}\n{errors}")
     state = json.loads((loops / ".running" / "spin.state.json").read_text(encoding="utf-8"))
     if state["iteration"] != actions:
-        raise SystemExit(f"{folder.name}: {state['iteration']} iterations, expected {actions}")
+        raise SystemExit(f"{contender.name}: {state['iteration']} iterations, not {actions}")
     return CpuMeasured(wall, usage.ru_utime + usage.ru_stime)
 
 
 def _report_reference(n: int, repeats: int, runs: dict[tuple[str, int], list[CpuMeasured]]) -> None:
     print(
         f"(r) paired against little-loops {REFERENCE_VERSION}, a loop of {n} `true` actions"
-        f" ({repeats} pairs, interleaved)"
+        f" ({repeats} rounds, interleaved)"
     )
-    for who in ("reference", "ours"):
-        loop, one = runs[(who, n)], runs[(who, 1)]
+    names = list(dict.fromkeys(name for name, _ in runs))  # the reference first
+    for name in names:
+        loop, one = runs[(name, n)], runs[(name, 1)]
         wall = statistics.median(run.wall for run in loop) / n * 1000
         cpu = statistics.median(run.cpu for run in loop) / n * 1000
-        figure(f"{who}: per action, wall / cpu", f"{wall:.2f} / {cpu:.2f} ms")
-        fixed = statistics.median(run.wall for run in one)
-        figure(f"{who}: a loop of one `true` (fixed cost)", seconds(fixed))
-    for what in ("wall", "cpu"):
-        ratios = [
-            getattr(ours, what) / getattr(ref, what)
-            for ours, ref in zip(runs[("ours", n)], runs[("reference", n)], strict=True)
-        ]
-        median = statistics.median(ratios)
-        note = f"({min(ratios):.2f}-{max(ratios):.2f})"
-        if what == "wall":
-            note += f" target <= 1.0x: {verdict(median <= 1.0)}"
-        figure(f"paired ratio ours / reference, {what}", f"{median:.2f}x", note)
+        fixed_wall = statistics.median(run.wall for run in one)
+        fixed_cpu = statistics.median(run.cpu for run in one)
+        figure(f"{name}: per action, wall / cpu", f"{wall:.2f} / {cpu:.2f} ms")
+        figure(f"{name}: a loop of one, wall / cpu", f"{fixed_wall:.3f} / {fixed_cpu:.3f} s")
+    for name in names[1:]:
+        for what in ("wall", "cpu"):
+            _paired_ratio(name, what, runs[(name, n)], runs[("reference", n)])
+
+
+def _paired_ratio(
+    name: str, what: str, ours: list[CpuMeasured], reference: list[CpuMeasured]
+) -> None:
+    """The median of ours / reference over the runs of the same round, and their range."""
+    ratios = [getattr(a, what) / getattr(b, what) for a, b in zip(ours, reference, strict=True)]
+    median = statistics.median(ratios)
+    note = f"({min(ratios):.2f}-{max(ratios):.2f})"
+    if what == "wall" and name == "ours":
+        note += f" target <= 1.0x: {verdict(median <= 1.0)}"
+    figure(f"ratio {name} / reference, {what}", f"{median:.2f}x", note)
 
 
 # --- main -----------------------------------------------------------------------------
