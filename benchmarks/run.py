@@ -13,7 +13,12 @@ printed with its target:
 (e) the per-action cost of the Temporal engine next to the local engine on the same loop
     of `true` actions, net of each engine's fixed cost, on a `temporal server start-dev`
     (127.0.0.1): in one process (workflow with an in-process worker), then through the
-    CLI (`ll-loop run --engine temporal`, one `ll-loop worker`).
+    CLI (`ll-loop run --engine temporal`, one `ll-loop worker`);
+(r) paired against the reference, little-loops 1.37.0 from PyPI (not in the default set,
+    `--only r`: it installs that release into a virtual environment cached under $TMPDIR):
+    a loop of 200 `true` actions through its `ll-loop run` and ours, interleaved, on the
+    same interpreter; wall and CPU time (the process and its reaped children) per action,
+    and the ratio ours / reference of each pair of runs.
 
 Everything happens in a temporary directory (under $TMPDIR), removed at the end. Timings
 are wall-clock medians over `--repeats` runs, baselines and ll-loop runs interleaved so
@@ -154,6 +159,7 @@ class Sizes:
     event_lines: int
     repeats: int
     temporal_actions: int
+    reference_actions: int
 
 
 FULL = Sizes(
@@ -162,9 +168,15 @@ FULL = Sizes(
     event_lines=1_000_000,
     repeats=3,
     temporal_actions=200,
+    reference_actions=200,
 )
 QUICK = Sizes(
-    actions=50, output_bytes=5 * 1000 * 1000, event_lines=20_000, repeats=1, temporal_actions=20
+    actions=50,
+    output_bytes=5 * 1000 * 1000,
+    event_lines=20_000,
+    repeats=1,
+    temporal_actions=20,
+    reference_actions=20,
 )
 
 
@@ -587,6 +599,174 @@ def _free_port() -> int:
         return port
 
 
+# --- (r) paired against the reference -------------------------------------------------
+
+# The reference is little-loops at aada157e1 (context handoff, FEAT-091), which is not on
+# PyPI. 1.37.0 is the oldest release there, so the closest: it has the same fsm modules
+# (schema, validation, compilers, interpolation, evaluators, executor, persistence,
+# signal_detector, handoff_handler) and `ll-loop run`, plus a later concurrency module
+# (LockManager, ScopeLock) and an executor that streams through Popen and a thread.
+REFERENCE_VERSION = "1.37.0"
+REFERENCE_CACHE = Path(tempfile.gettempdir()) / "ll-loop-bench-cache"
+OURS_EXIT_CODE = 4  # ours: max_iterations reached
+
+
+@dataclass(frozen=True)
+class CpuMeasured:
+    """One `ll-loop run`: wall seconds and CPU seconds (the process and its children)."""
+
+    wall: float
+    cpu: float
+
+
+def reference_venv() -> Path:
+    """The reference's virtual environment, made once and kept in the benchmark's cache
+    under $TMPDIR (never in the repository); only pip reaches the network, for PyPI.
+    Built where it stays (a venv's scripts name its path); `.complete` marks it done."""
+    venv = REFERENCE_CACHE / f"little-loops-{REFERENCE_VERSION}"
+    if (venv / ".complete").exists():
+        return venv
+    shutil.rmtree(venv, ignore_errors=True)  # a build cut short
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    pip += ["--disable-pip-version-check", f"little-loops=={REFERENCE_VERSION}"]
+    subprocess.run(
+        pip, check=True, env={**os.environ, "PIP_CACHE_DIR": str(REFERENCE_CACHE / "pip")}
+    )
+    (venv / ".complete").write_text(REFERENCE_VERSION, encoding="utf-8")
+    return venv
+
+
+def compiled_copy(root: Path, python: Path) -> Path:
+    """Our package copied out of the checkout and byte-compiled, as an installed wheel is
+    (the reference's is): with PYTHONDONTWRITEBYTECODE a checkout recompiles every module
+    at each start. Returns the folder to put on PYTHONPATH."""
+    site = root / "ours-site"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO / "scripts" / "little_loops", site / "little_loops", ignore=ignore)
+    subprocess.run([str(python), "-m", "compileall", "-q", str(site)], check=True)
+    return site
+
+
+# What pip writes as a console script (the reference's `ll-loop` is one), so that ours
+# starts the same way; `{before}` is a line run first (the no-fsync diagnostic).
+CONSOLE_SCRIPT = """#!{python}
+import re
+import sys
+{before}
+from little_loops.cli import main_loop
+if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit(main_loop())
+"""
+NO_FSYNC = "import os; os.fsync = lambda fd: None  # diagnostic only"
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One way of running the spin loop: a name, its `ll-loop run` and its exit code."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    exit_code: int
+
+
+def console_script(path: Path, python: Path, before: str = "") -> Path:
+    path.write_text(CONSOLE_SCRIPT.format(python=python, before=before), encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def contenders(root: Path, base_env: dict[str, str]) -> list[Contender]:
+    """The reference, ours, and ours without the state file's fsync (a diagnostic: what
+    the fsync that keeps the state file whole after a power cut costs on this disk)."""
+    venv = reference_venv()
+    python = venv / "bin" / "python"
+    ours_env = {**base_env, "PYTHONPATH": str(compiled_copy(root, python))}
+    ours = console_script(root / "ll-loop", python)
+    no_fsync = console_script(root / "ll-loop-no-fsync", python, NO_FSYNC)
+    run = ["run", "-q", "spin"]
+    return [
+        # 1.37.0 ends a loop cut off by max_iterations with exit code 1.
+        Contender("reference", [str(venv / "bin" / "ll-loop"), *run], base_env, 1),
+        Contender("ours", [str(ours), *run], ours_env, OURS_EXIT_CODE),
+        Contender("ours, no fsync", [str(no_fsync), *run], ours_env, OURS_EXIT_CODE),
+    ]
+
+
+def bench_reference(project: Project, sizes: Sizes) -> None:
+    n = sizes.reference_actions
+    base_env = {k: v for k, v in project.env.items() if k != "PYTHONPATH"}
+    field = contenders(project.root, base_env)
+    runs: dict[tuple[str, int], list[CpuMeasured]] = {}
+    for repeat in range(sizes.repeats):
+        turn = field[repeat % len(field) :] + field[: repeat % len(field)]  # who goes first
+        for actions in (n, 1):
+            for contender in turn:
+                measured = _spin_run(
+                    project.root / contender.name.replace(" ", "-"), contender, actions
+                )
+                runs.setdefault((contender.name, actions), []).append(measured)
+    _report_reference(n, sizes.repeats, runs)
+
+
+def _spin_run(folder: Path, contender: Contender, actions: int) -> CpuMeasured:
+    """One fresh run of the spin loop in `folder` (earlier runs' files removed first)."""
+    loops = folder / ".loops"
+    for leftover in (".running", ".history"):
+        shutil.rmtree(loops / leftover, ignore_errors=True)
+    loops.mkdir(parents=True, exist_ok=True)
+    (loops / "spin.yaml").write_text(_spin_loop("spin", actions), encoding="utf-8")
+    err_path = folder / "stderr.txt"
+    with err_path.open("wb") as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(
+            contender.argv, cwd=folder, env=contender.env, stdout=subprocess.DEVNULL, stderr=err
+        )
+        _, status, usage = os.wait4(process.pid, 0)  # usage counts its reaped children
+        wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != contender.exit_code:
+        errors = err_path.read_text(encoding="utf-8", errors="replace")
+        raise SystemExit(f"{contender.name}: exit code {process.returncode}\n{errors}")
+    state = json.loads((loops / ".running" / "spin.state.json").read_text(encoding="utf-8"))
+    if state["iteration"] != actions:
+        raise SystemExit(f"{contender.name}: {state['iteration']} iterations, not {actions}")
+    return CpuMeasured(wall, usage.ru_utime + usage.ru_stime)
+
+
+def _report_reference(n: int, repeats: int, runs: dict[tuple[str, int], list[CpuMeasured]]) -> None:
+    print(
+        f"(r) paired against little-loops {REFERENCE_VERSION}, a loop of {n} `true` actions"
+        f" ({repeats} rounds, interleaved)"
+    )
+    names = list(dict.fromkeys(name for name, _ in runs))  # the reference first
+    for name in names:
+        loop, one = runs[(name, n)], runs[(name, 1)]
+        wall = statistics.median(run.wall for run in loop) / n * 1000
+        cpu = statistics.median(run.cpu for run in loop) / n * 1000
+        fixed_wall = statistics.median(run.wall for run in one)
+        fixed_cpu = statistics.median(run.cpu for run in one)
+        figure(f"{name}: per action, wall / cpu", f"{wall:.2f} / {cpu:.2f} ms")
+        figure(f"{name}: a loop of one, wall / cpu", f"{fixed_wall:.3f} / {fixed_cpu:.3f} s")
+    for name in names[1:]:
+        for what in ("wall", "cpu"):
+            _paired_ratio(name, what, runs[(name, n)], runs[("reference", n)])
+
+
+def _paired_ratio(
+    name: str, what: str, ours: list[CpuMeasured], reference: list[CpuMeasured]
+) -> None:
+    """The median of ours / reference over the runs of the same round, and their range."""
+    ratios = [getattr(a, what) / getattr(b, what) for a, b in zip(ours, reference, strict=True)]
+    median = statistics.median(ratios)
+    note = f"({min(ratios):.2f}-{max(ratios):.2f})"
+    if what == "wall" and name == "ours":
+        note += f" target <= 1.0x: {verdict(median <= 1.0)}"
+    figure(f"ratio {name} / reference, {what}", f"{median:.2f}x", note)
+
+
 # --- main -----------------------------------------------------------------------------
 
 
@@ -596,6 +776,7 @@ BENCHMARKS: dict[str, Callable[[Project, Sizes], None]] = {
     "c": bench_history_tail,
     "d": bench_startup,
     "e": bench_temporal,
+    "r": bench_reference,
 }
 
 
@@ -612,7 +793,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
     parser.add_argument("--repeats", type=int, help="runs per figure (default 3; quick: 1)")
     parser.add_argument(
-        "--only", default="abcde", help="which benchmarks, e.g. `--only b` (default: abcde)"
+        "--only",
+        default="abcde",
+        help="which benchmarks, e.g. `--only b` (default: abcde; r, the reference, on demand)",
     )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL

@@ -15,7 +15,6 @@ exactly what it saw before.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -71,6 +70,8 @@ def seeded_keys(loop: HeadLoop, context: Mapping[str, Any]) -> dict[str, Any]:
     }
     given = context.get("input")
     if isinstance(given, str):
+        import hashlib  # here, not at the top: a legacy run never loads OpenSSL's hashes
+
         digest = hashlib.sha256(given.encode("utf-8")).hexdigest()
         values["input_hash"] = digest[:_INPUT_HASH_LENGTH]
     return values

@@ -9,7 +9,6 @@ last one, and `score_stall` / `open_question_stall` walk a history of numbers. T
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -37,6 +36,8 @@ def action_stall(values: list[Any], memory: dict[str, Any], max_repeat: int) -> 
 
     `memory` (updated in place) keeps the last hash and how many times running it came.
     """
+    import hashlib  # here: only HEAD's action_stall hashes, a plain run never loads it
+
     digest = hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()
     repeats = int(memory.get("count", 0)) + 1 if memory.get("hash") == digest else 1
     memory.update(hash=digest, count=repeats)

@@ -18,7 +18,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -92,6 +91,8 @@ def _write_log_line(fd: int, label: str, outcome: str) -> None:
 
 def supervise(command: str, timeout: float) -> str:
     """Run `command` bounded by `timeout`; how it ended, as the log says it."""
+    import tempfile  # here: only a run with --notify supervises a command
+
     with tempfile.TemporaryFile() as stderr:
         try:
             process = subprocess.Popen(

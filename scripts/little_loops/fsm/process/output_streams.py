@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -91,7 +90,7 @@ class StdoutFile:
             with contextlib.suppress(OSError):
                 stderr_log_path(log_path).unlink()
         # No log wanted: an anonymous file (unnamed from the start on Linux), closed in close().
-        self._scratch = tempfile.TemporaryFile() if log_path is None else None  # noqa: SIM115
+        self._scratch = _anonymous_file() if log_path is None else None
         self.fd = self._log.fd if self._log is not None else self._fd_of_scratch()
         self._offset = 0  # bytes decoded and handed to the readers so far
 
@@ -264,3 +263,10 @@ def _write_all(fd: int, data: bytes) -> None:
     written = 0
     while written < len(data):  # a short write only happens on a full disk or similar
         written += os.write(fd, data[written:])
+
+
+def _anonymous_file() -> IO[bytes]:
+    """A temporary file without a name; tempfile is loaded only by runs that want one."""
+    import tempfile
+
+    return tempfile.TemporaryFile()  # closed by StdoutFile.close

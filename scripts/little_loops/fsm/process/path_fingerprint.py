@@ -10,7 +10,6 @@ removed. Nothing here raises for the user's files.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -24,6 +23,8 @@ def paths_fingerprint(
     paths: Iterable[str], exclude: Iterable[str] = (), cwd: Path | None = None
 ) -> str:
     """The fingerprint of `paths` minus `exclude`, relative to `cwd` (default: here)."""
+    import hashlib  # here: only HEAD's circuit asks, a plain run never loads OpenSSL's hashes
+
     base = cwd if cwd is not None else Path.cwd()
     excluded = {file for pattern in exclude for file in _files(base, pattern)}
     digest = hashlib.sha256()

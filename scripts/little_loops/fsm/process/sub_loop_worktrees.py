@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import uuid
 from pathlib import Path
 
 __all__ = ["WorktreeError", "add_worktree", "remove_worktree"]
@@ -27,6 +26,8 @@ class WorktreeError(Exception):
 def add_worktree(branch: str, loops_dir: Path, label: str, cwd: Path | None = None) -> Path:
     """A fresh worktree of `branch` (which must exist); its absolute path. `cwd`: the
     repository's directory (None: this process's), which a relative `loops_dir` is in."""
+    import uuid  # here, not at the top: most runs add no worktree (uuid loads platform)
+
     base = loops_dir if cwd is None else cwd / loops_dir
     path = (base / ".worktrees" / f"{_UNSAFE.sub('_', label)}-{uuid.uuid4().hex[:8]}").resolve()
     path.parent.mkdir(parents=True, exist_ok=True)

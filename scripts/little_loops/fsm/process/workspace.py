@@ -21,7 +21,6 @@ work tree" for the rest of the run. Nothing here raises for the user's files.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -74,6 +73,8 @@ class WorkspaceWatcher:
             parts = (parts or []) + self._progress_path_parts()
         if parts is None:
             return None
+        import hashlib  # here: asked only after a failing step, a healthy run never loads it
+
         return hashlib.sha256(b"\0\0".join(parts)).hexdigest()[:16]
 
     # --- git ------------------------------------------------------------------------
@@ -191,6 +192,8 @@ def _file_stamp(workdir: Path, path: Path) -> bytes:
         return name
     if stat.st_size > CONTENT_HASH_LIMIT:
         return name + f"\0{stat.st_size}\0{stat.st_mtime_ns}".encode()
+    import hashlib  # see WorkspaceWatcher.fingerprint
+
     try:
         return name + b"\0" + hashlib.sha256(path.read_bytes()).digest()
     except OSError:

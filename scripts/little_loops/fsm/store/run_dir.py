@@ -7,7 +7,6 @@ whose own context (or `--context`) sets `run_dir` gets none. Legacy loops never 
 
 from __future__ import annotations
 
-import secrets
 import time
 from pathlib import Path
 
@@ -30,6 +29,8 @@ def prepare_run_dir(loop: FSMLoop, memory: HeadMemory, loops_dir: Path) -> None:
 
 
 def _run_id(loop_name: str) -> str:
+    import secrets  # here: only a HEAD run names a run directory (secrets loads OpenSSL)
+
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return f"{loop_name.replace('/', '-')}-{stamp}-{secrets.token_hex(3)}"
 
