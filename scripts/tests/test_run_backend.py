@@ -23,7 +23,7 @@ from little_loops.cli.run_options import RunOptions
 from little_loops.cli.temporal_backend import TemporalBackend
 
 BACKENDS = [LocalBackend, TemporalBackend]
-COMMANDS = ["run", "resume", "status", "stop", "history", "list_running"]
+COMMANDS = ["run", "resume", "status", "stop", "history", "list_running", "watch"]
 
 
 def _protocol_methods() -> list[str]:
@@ -34,7 +34,7 @@ def _protocol_methods() -> list[str]:
     )
 
 
-def test_the_protocol_is_the_six_commands_that_depend_on_the_engine() -> None:
+def test_the_protocol_is_the_commands_that_depend_on_the_engine() -> None:
     assert _protocol_methods() == sorted(COMMANDS)
 
 

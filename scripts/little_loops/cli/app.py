@@ -356,6 +356,7 @@ def _add_state_commands(sub: Subparsers) -> None:
     _add_engine_option(stop)
     _add_history(sub, where)
     watch = _documented_parser(sub, "watch", "follow a run from another terminal")
+    _add_engine_option(watch)
     watch.add_argument("loop", help=where)
     watch.add_argument("-v", "--verbose", action="store_true", help="show action output live")
     watch.add_argument(

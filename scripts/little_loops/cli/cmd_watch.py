@@ -259,16 +259,22 @@ class _Watcher:
     # --- the end -------------------------------------------------------------------------
 
     def _print_ended(self, state: LoopState | None, completion: dict[str, Any] | None) -> int:
-        result = _result(state, completion or {})
         if completion is not None:  # after the progress lines, as `run` ends
+            result = _result(state, completion)
             return report_run(result, self.fsm, self.loop_arg, self.display)
-        # Nothing followed: the summary alone (problems on stderr, as `run` prints them).
-        summary = summarize(result, self.fsm, self.loop_arg)
-        for line in summary.lines:
-            (write_error_line if summary.is_problem else write_line)(line)
-        if result.terminated_by == "handoff":
-            write_line(f"Follow the resumed run with: ll-loop watch {self.loop_arg} --wait")
-        return exit_code_for(result.terminated_by)
+        return print_ended_summary(state, self.fsm, self.loop_arg)
+
+
+def print_ended_summary(state: LoopState | None, fsm: FSMLoop, loop_arg: str) -> int:
+    """Nothing followed: the run's summary alone from its saved state (problems on stderr,
+    as `run` prints them), and the exit code it ended with (the Temporal watch too)."""
+    result = _result(state, {})
+    summary = summarize(result, fsm, loop_arg)
+    for line in summary.lines:
+        (write_error_line if summary.is_problem else write_line)(line)
+    if result.terminated_by == "handoff":
+        write_line(f"Follow the resumed run with: ll-loop watch {loop_arg} --wait")
+    return exit_code_for(result.terminated_by)
 
 
 def _child_alive(pid: int) -> bool:

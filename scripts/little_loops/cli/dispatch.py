@@ -121,11 +121,7 @@ def _compile(a: argparse.Namespace) -> int:
 
 
 def _watch(a: argparse.Namespace) -> int:
-    from little_loops.cli.cmd_watch import watch_command
-    from little_loops.cli.local_backend import check_running_dir
-
-    check_running_dir()
-    return watch_command(a.loop, verbose=a.verbose, wait=a.wait)
+    return backend_for(a.engine).watch(a.loop, verbose=a.verbose, wait=a.wait)
 
 
 def _show(a: argparse.Namespace) -> int:

@@ -82,6 +82,12 @@ class LocalBackend:
         check_running_dir()
         return list_command(running=True, as_json=as_json)
 
+    def watch(self, loop_arg: str, *, verbose: bool, wait: bool) -> int:
+        from little_loops.cli.cmd_watch import watch_command
+
+        check_running_dir()
+        return watch_command(loop_arg, verbose=verbose, wait=wait)
+
 
 def check_running_dir() -> None:
     """`.loops/.running/` unusable: the line `run` gives, not a crash or "no state"."""

@@ -83,3 +83,7 @@ class RunBackend(Protocol):
     def list_running(self, *, as_json: bool) -> int:
         """`ll-loop list --running`."""
         ...
+
+    def watch(self, loop_arg: str, *, verbose: bool, wait: bool) -> int:
+        """`ll-loop watch <loop>`."""
+        ...

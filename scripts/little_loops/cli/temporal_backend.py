@@ -44,3 +44,6 @@ class TemporalBackend:
 
     def list_running(self, *, as_json: bool) -> int:
         return temporal_engine.list_running_temporal(as_json=as_json)
+
+    def watch(self, loop_arg: str, *, verbose: bool, wait: bool) -> int:
+        return temporal_engine.watch_temporal(loop_arg, verbose=verbose, wait=wait)

@@ -427,11 +427,72 @@ def history_temporal(
         return list(page.events)
 
     found = _run_async(events)
-    if not found:
+    if not found:  # exit 1, as locally (issue 23 item 14)
         write_line("[]" if output == "json" else f"No history for: {loop_arg}")
-        return OK
+        return FAILED
     print_events(found, tail, output, query or EventFilter())
     return OK
+
+
+def watch_temporal(loop_arg: str, *, verbose: bool = False, wait: bool = False) -> int:
+    """`ll-loop watch --engine temporal <loop>`: follow the open workflow's run as `run`
+    shows it, from its last start (issue 23 item 6). Ctrl-C stops the watching only; a
+    run that is not under way prints its summary (with `--wait`: waits for one)."""
+    _, fsm = load_resolved(loop_arg)
+    same_engine = (
+        loop_arg if os.environ.get(ENGINE_ENV) == "temporal" else f"{loop_arg} --engine temporal"
+    )
+
+    async def watch(runs: LoopRuns) -> int:
+        while not await runs.is_open(fsm.name):
+            if not wait:
+                return await _print_not_under_way(runs, fsm, loop_arg, same_engine)
+            await asyncio.sleep(WATCH_POLL_SECONDS)
+        return await _watch_open(runs, fsm, same_engine, verbose)
+
+    try:
+        return _run_async(watch)
+    except KeyboardInterrupt:
+        write_error_line(
+            f"Stopped watching; {fsm.name} is not affected (ll-loop status {same_engine}; "
+            f"stop it with: ll-loop stop {same_engine})"
+        )
+        return INTERRUPTED
+
+
+WATCH_POLL_SECONDS = 1.0
+"""How often `watch --wait` asks the server whether a run of the loop is open."""
+
+
+async def _print_not_under_way(runs: LoopRuns, fsm: Any, loop_arg: str, same_engine: str) -> int:
+    from little_loops.cli.cmd_watch import print_ended_summary
+
+    saved = _saved_state(await runs.status(fsm.name)) if await runs.describe(fsm.name) else None
+    if saved is None:
+        Logger().error(f"No run of {fsm.name} on Temporal ({loop_arg})")
+        return FAILED
+    return print_ended_summary(saved, fsm, same_engine)
+
+
+async def _watch_open(runs: LoopRuns, fsm: Any, same_engine: str, verbose: bool) -> int:
+    from little_loops.cli.cmd_run import progress_display
+    from little_loops.cli.run_options import RunOptions
+    from little_loops.cli.run_report import report_run
+    from little_loops.fsm.executor import ExecutionResult
+    from little_loops.fsm.temporal.workflow import LoopWorkflow
+
+    page = await runs.ask(fsm.name, LoopWorkflow.events, 0)
+    starts = [
+        page.first + index
+        for index, event in enumerate(page.events)
+        if event.get("event") in ("loop_start", "loop_resume") and not event.get("depth")
+    ]
+    display = progress_display(fsm, RunOptions(verbose=verbose))
+    display.preamble = [f"Watching loop: {fsm.name} (on Temporal)", cap_line(fsm), ""]
+    outcome = await runs.follow(
+        fsm.name, display, since=starts[-1] if starts else page.first, on_wait=Logger().warning
+    )
+    return report_run(ExecutionResult(**outcome.result), fsm, same_engine, display)
 
 
 # --- the worker ------------------------------------------------------------------------
