@@ -35,3 +35,25 @@ def test_a_states_own_events_name_it(tmp_path: Path) -> None:
     done = run_cli(tmp_path, "history", "two", "--event", "action_complete")
     shown = [line.split(" ", 1)[1].split(" duration_ms")[0] for line in done.stdout.splitlines()]
     assert shown == ["a  action_complete exit_code=0", "b  action_complete exit_code=0"]
+
+
+def test_a_resume_is_one_line_and_skipped_lines_are_said(tmp_path: Path) -> None:
+    """Issue 23 item 25 (earlier finding 18): the `loop_start` a resume writes after its
+    `loop_resume` (as the reference did) was a second line; a line that is not an event
+    was dropped without a word."""
+    running = tmp_path / ".loops" / ".running"
+    running.mkdir(parents=True)
+    (running / "two.events.jsonl").write_text(
+        '{"event": "loop_start", "ts": "2026-01-01T10:00:00+00:00", "loop": "two"}\n'
+        '{"event": "loop_resume", "ts": "2026-01-01T10:05:00+00:00", "loop": "two"}\n'
+        '{"event": "loop_start", "ts": "2026-01-01T10:05:00+00:00", "loop": "two"}\n'
+        "garbage{\n"
+    )
+    done = run_cli(tmp_path, "history", "two", "-n", "0")
+    assert [line.split(" ", 2)[2] for line in done.stdout.splitlines()] == [
+        "loop_start loop=two",
+        "loop_resume loop=two",
+    ]
+    assert done.stderr == (
+        "note: 1 line of .loops/.running/two.events.jsonl skipped: not an event\n"
+    )

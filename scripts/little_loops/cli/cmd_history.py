@@ -18,7 +18,7 @@ from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.history_lines import readable_lines
 from little_loops.cli.history_query import EventFilter, states_of
 from little_loops.cli.history_runs import Run, runs_of
-from little_loops.cli.output import Logger, write_line
+from little_loops.cli.output import Logger, plural, write_error_line, write_line
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved, loop_name_for
 from little_loops.fsm.errors import LoopError
 from little_loops.fsm.persistence import StatePersistence
@@ -90,8 +90,12 @@ def _read_all(path: Path) -> list[dict[str, Any]]:
         raw = path.read_bytes()
     except OSError:
         return []
-    events = (parse_event_line(line) for line in raw.split(b"\n"))
-    return [event for event in events if event is not None]
+    lines = [line for line in raw.split(b"\n") if line.strip()]
+    events = [event for event in map(parse_event_line, lines) if event is not None]
+    skipped = len(lines) - len(events)
+    if skipped:  # said, not silently dropped (a crash mid-line, or a hand edit)
+        write_error_line(f"note: {plural(skipped, 'line')} of {path} skipped: not an event")
+    return events
 
 
 def print_events(events: list[dict[str, Any]], tail: int, output: str, query: EventFilter) -> None:

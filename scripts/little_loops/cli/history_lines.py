@@ -95,13 +95,24 @@ def readable_lines(
             visits[depth] = _Visit(entered=event_moment(event), state=str(event.get("state")))
         visit = visits.setdefault(depth, _Visit())
         visit.note(event)
-        if not keep(index) or (fold and kind in FOLDED):
+        if not keep(index) or (fold and (kind in FOLDED or _restart_of_resume(events, index))):
             continue
         if kind == "route":
             lines.append(_route_line(event, visit))
         else:
             lines.append(_event_line(event, visit.state if kind in _OF_A_STATE else None))
     return lines
+
+
+def _restart_of_resume(events: list[dict[str, Any]], index: int) -> bool:
+    """The `loop_start` a resumed run writes right after its `loop_resume` (as the
+    reference did): the `loop_resume` line says it all."""
+    return (
+        index > 0
+        and events[index].get("event") == "loop_start"
+        and events[index - 1].get("event") == "loop_resume"
+        and _depth(events[index]) == _depth(events[index - 1])
+    )
 
 
 # A state's own events, which do not name it: their lines do (`--event action_complete`).
