@@ -219,11 +219,15 @@ def test_empty_payload_pauses_with_no_prompt_and_resumes(tmp_path: Path) -> None
         "Resume with: ll-loop resume bare\n"
     )
     assert project.state("bare")["continuation_prompt"] == ""
-    assert "Continuation context" not in project.ll_loop("status", "bare")[1]
+    # The same words as the summary's (issue 23 item 25, earlier finding 34).
+    assert "Continuation context: (no prompt)\n" in project.ll_loop("status", "bare")[1]
 
     code, out, _ = project.ll_loop("resume", "bare")
     assert code == 0
-    assert out.startswith("Resuming loop 'bare' from state 'step' (iteration 1)\nMax iterations")
+    assert out.startswith(
+        "Resuming loop 'bare' from state 'step' (iteration 1)\n"
+        "Continuation context: (no prompt)\nMax iterations"
+    )
     assert project.state("bare")["captured"]["step"]["output"] == "resumed (1, step): \n"
 
 

@@ -91,7 +91,9 @@ def test_a_run_that_used_up_its_iterations_says_so(tmp_path: Path) -> None:
     ("status", "fields", "last"),
     [
         ("budget_exhausted", {}, "Next: ll-loop resume paid --max-cost <a higher budget>"),
-        ("awaiting_continuation", {}, "Next: ll-loop resume paid"),
+        ("awaiting_continuation", {}, "Continuation context: (no prompt)"),
+        ("awaiting_continuation", {"continuation_prompt": "go"}, "Continuation context: go"),
+        ("interrupted", {}, "Next: ll-loop resume paid"),
         ("failed", {"terminated_by": "timeout", "elapsed_ms": 60_000}, "Elapsed: 1m 0s"),
         ("completed", {"elapsed_ms": 61_000}, "Elapsed: 1m 1s"),
         ("completed", {"elapsed_ms": 9 * 3600_000 + 754_000}, "Elapsed: 9h 12m"),

@@ -292,7 +292,9 @@ def _documented_parser(sub: Subparsers, name: str, summary: str) -> argparse.Arg
 
 def _add_file_commands(sub: Subparsers) -> None:
     """`validate`, `compile`, `list`: about loop files."""
-    sub.add_parser("validate", help="check a loop file").add_argument("loop")
+    sub.add_parser("validate", help="check a loop file").add_argument(
+        "loop", help="loop name (.loops/<name>.yaml) or path to a loop file"
+    )
     compile_parser = sub.add_parser("compile", help="compile a paradigm file to FSM YAML")
     compile_parser.add_argument("input", help="paradigm YAML file (a path)")
     compile_parser.add_argument("-o", "--output", help="output file (default: <input>.fsm.yaml)")

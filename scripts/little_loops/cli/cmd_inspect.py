@@ -13,7 +13,7 @@ from little_loops.cli.error_list import error_lines
 from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.liveness import Owner, describe_status, owner_of, process_alive
 from little_loops.cli.loop_catalog import LoopEntry, catalog
-from little_loops.cli.output import Logger, write_line
+from little_loops.cli.output import NO_PROMPT, Logger, write_line
 from little_loops.cli.resolve import LOOPS_DIR, loop_name_for
 from little_loops.cli.spending_text import spending_line
 from little_loops.cli.status_guide import action_lines, elapsed_line, next_line, stop_reason
@@ -193,6 +193,8 @@ def status_lines(
         lines.append(spent)
     if state.max_cost_usd is not None:
         lines.append(f"Budget: {format_cost(state.max_cost_usd)} (--max-cost)")
+    if state.status == "awaiting_continuation" and not state.continuation_prompt:
+        lines.append(f"Continuation context: {NO_PROMPT}")
     if state.continuation_prompt:
         prompt = state.continuation_prompt
         if len(prompt) > STATUS_PROMPT_WIDTH:

@@ -28,7 +28,7 @@ from little_loops.cli.exit_codes import FAILED, OK, USAGE
 from little_loops.cli.live_line import ticking
 from little_loops.cli.loop_inputs import apply_run_inputs, legacy_input_refusal
 from little_loops.cli.orphans import stop_orphans, stopped_line
-from little_loops.cli.output import Logger, write_error_line, write_line
+from little_loops.cli.output import NO_PROMPT, Logger, write_error_line, write_line
 from little_loops.cli.plan import plan_lines
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved
 from little_loops.cli.restore_run import bring_back_from_history
@@ -285,8 +285,8 @@ def resume_header(saved: LoopState, fsm: FSMLoop) -> list[str]:
         f"Resuming loop '{fsm.name}' from state '{saved.current_state}' "
         f"(iteration {saved.current_iteration()})"
     ]
-    if saved.status == "awaiting_continuation" and saved.continuation_prompt:
-        lines.append(f"Continuation context: {saved.continuation_prompt}")
+    if saved.status == "awaiting_continuation":
+        lines.append(f"Continuation context: {saved.continuation_prompt or NO_PROMPT}")
     return [*lines, cap_line(fsm), ""]
 
 

@@ -33,7 +33,7 @@ from datetime import datetime
 from typing import Any
 
 from little_loops.cli.live_line import ActivityLine
-from little_loops.cli.output import GREEN, RED, paint, silence_stdout, write_line
+from little_loops.cli.output import GREEN, NO_PROMPT, RED, paint, silence_stdout, write_line
 from little_loops.cli.spending_text import cost_of_event, reset_phrase
 from little_loops.fsm.engine.spending import format_cost
 from little_loops.fsm.model.durations import format_duration as format_wait
@@ -300,7 +300,8 @@ class ProgressDisplay:
     def _handoff(self, event: dict[str, Any]) -> None:
         self._finish_line()
         write_line(
-            f"{self._indent}handoff: {shorten(str(event.get('continuation') or ''), ACTION_WIDTH)}"
+            f"{self._indent}handoff: "
+            f"{shorten(str(event.get('continuation') or NO_PROMPT), ACTION_WIDTH)}"
         )
 
     def _handoff_continued(self, event: dict[str, Any]) -> None:

@@ -163,3 +163,8 @@ def format_duration(duration_ms: int) -> str:
 def plural(count: int, word: str) -> str:
     """`1 iteration`, `2 iterations`."""
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+NO_PROMPT = "(no prompt)"
+"""How a handoff without a continuation prompt is shown, everywhere (progress, summary,
+status, resume header)."""

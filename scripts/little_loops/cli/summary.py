@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from little_loops.cli.error_list import error_lines
-from little_loops.cli.output import format_duration, plural
+from little_loops.cli.output import NO_PROMPT, format_duration, plural
 from little_loops.cli.spending_text import spent_text
 from little_loops.fsm.executor import ExecutionResult
 from little_loops.fsm.schema import FSMLoop
@@ -155,7 +155,7 @@ def _handoff_summary(result: ExecutionResult, fsm: FSMLoop, where: str, loop_arg
             f"resume by hand: ll-loop resume {loop_arg}"
         )
         return Summary([line], is_problem=True)
-    prompt_line = f"Continuation: {result.continuation_prompt or '(no prompt)'}"
+    prompt_line = f"Continuation: {result.continuation_prompt or NO_PROMPT}"
     if fsm.on_handoff == "terminate":
         return Summary([f"Loop ended by handoff: {where}", prompt_line])
     if fsm.on_handoff == "spawn":
