@@ -115,6 +115,11 @@ _ONCE = RetryPolicy(maximum_attempts=1)  # a notification retried could be told 
 
 NOTIFY = "ll-loop:2026-11:notify"
 """`workflow.patched` name: the notify command is called (before it, never on Temporal)."""
+STOP_IN_HOST_ACTIVITY = "ll-loop:2026-11:stop-in-host-activity"
+"""`workflow.patched` name: a stop that cancels a host activity under way (judging, a
+checkpoint, spawning a handoff session) lets it finish and stops the run after the state,
+as one that comes before the activity starts; before it, the cancel was the activity's
+failure (and a spawning handoff then waited for `resume`)."""
 
 NOTIFIED_EVENTS = frozenset({"limit_wait", "limit_wait_end"})
 """Events told as they happen (the end of the run is told once its outcome is set)."""
@@ -456,6 +461,14 @@ class LoopWorkflow:
         except asyncio.CancelledError:
             core.request_shutdown()
             return await workflow.execute_activity(name, arg, **options)
+        except ActivityError as exc:
+            if not _stopped_under_way(exc):
+                raise
+            core.request_shutdown()
+            # The cancelled one is still open on the server until its worker gives up:
+            # the run that finishes the state needs an id of its own.
+            options["activity_id"] = self._activity_id(core, name.removeprefix("ll-loop."))
+            return await workflow.execute_activity(name, arg, **options)
 
     def _activity_id(self, core: RunCore, kind: str) -> str:
         """`<n>:<state>:<kind>`: a replay whose routing took another state at the same
@@ -678,6 +691,15 @@ def _logs_in_use(cursor: RunCursor) -> list[str]:
     results: list[Any] = [*cursor.captured.values(), cursor.prev_result]
     paths = [result.get("log_path") for result in results if isinstance(result, dict)]
     return [path for path in paths if isinstance(path, str)]
+
+
+def _stopped_under_way(exc: ActivityError) -> bool:
+    """Whether a host activity ended because the run was stopped while it ran: a stop
+    reaches an activity under way as a cancelled `ActivityError`. Taking that for the
+    activity's failure lost the stop (a run stopped while its handoff session was being
+    spawned then waited for a `resume`: issue 29). Runs recorded before
+    `STOP_IN_HOST_ACTIVITY` replay the old way."""
+    return is_cancelled_exception(exc) and workflow.patched(STOP_IN_HOST_ACTIVITY)
 
 
 def _failed_action(message: str) -> ActionResult:
