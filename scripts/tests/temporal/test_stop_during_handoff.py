@@ -80,7 +80,8 @@ def held_handoff_log(checkout: Path) -> Iterator[Any]:
     reader: list[int] = []
 
     def release() -> None:
-        reader.append(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+        if not reader:
+            reader.append(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
 
     try:
         yield release
@@ -109,14 +110,17 @@ def test_a_stop_during_the_handoff_ends_the_workflow_and_resume_finishes_the_loo
     async def scenario() -> tuple[RunOutcome, RunOutcome]:
         with held_handoff_log(checkout) as release:
             async with build_worker(runs.client, runs.task_queue):
-                handle = await runs.start(run_input(runs, "spawned"))
-                await _wait_for_event(handle, "handoff_detected")
-                await runs.stop("spawned")
-                release()
-                # Without the fix the workflow waits for `resume` here, until the timeout.
-                stopped: RunOutcome = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
-                again = await runs.start(run_input(runs, "spawned", carry=stopped.carry))
-                done: RunOutcome = await asyncio.wait_for(again.result(), WAIT_SECONDS)
+                try:
+                    handle = await runs.start(run_input(runs, "spawned"))
+                    await _wait_for_event(handle, "handoff_detected")
+                    await runs.stop("spawned")
+                    release()
+                    # Without the fix the workflow waits for `resume` here, until the timeout.
+                    stopped: RunOutcome = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+                    again = await runs.start(run_input(runs, "spawned", carry=stopped.carry))
+                    done: RunOutcome = await asyncio.wait_for(again.result(), WAIT_SECONDS)
+                finally:
+                    release()  # a test failing early must not leave the worker's thread held
         return stopped, done
 
     stopped, done = time_skipping.run(scenario())
