@@ -33,6 +33,11 @@ def test_a_call_counts_only_the_kinds_it_reports() -> None:
     [
         ({"cost_usd": 0, "tokens": {}}, None, ""),
         (
+            {"cost_usd": 0, "tokens": {"input": 1}},
+            "Spent: $0.0000 (1 tokens: 1 in)",
+            ", $0.0000, 1 tokens",
+        ),
+        (
             {"cost_usd": 0, "tokens": {"input": 7}},
             "Spent: $0.0000 (7 tokens: 7 in)",
             ", $0.0000, 7 tokens",
@@ -61,6 +66,7 @@ def test_a_saved_record_without_a_cost_reads_as_nothing_spent() -> None:
         (12_345, "12.3k tokens"),
         (999_949, "999.9k tokens"),
         (1_000_000, "1.0M tokens"),
+        (1_050_000, "1.1M tokens"),
         (4_100_000, "4.1M tokens"),
     ],
 )
