@@ -23,7 +23,7 @@ from fixtures.temporal_servers import TimeSkipping
 
 try:
     from temporalio.client import WorkflowHandle
-    from workflow_support import checkout_with, run_input, runs_for
+    from workflow_support import checkout_with, run_input, runs_for, unique
 
     from little_loops.fsm.temporal.payloads import RunOutcome
     from little_loops.fsm.temporal.worker import build_worker
@@ -101,6 +101,25 @@ async def _wait_for_event(handle: WorkflowHandle[Any, Any], kind: str) -> None:
     raise AssertionError(f"no {kind} event in {WAIT_SECONDS}s")
 
 
+async def _until_taken(handle: WorkflowHandle[Any, Any], what: str) -> None:
+    """Wait until the workflow's history shows a workflow task completed after the stop
+    was asked for (a cancel request, or a signal): the run has taken the stop, so it
+    lands while the hand-off is still held."""
+    for _ in range(int(WAIT_SECONDS / 0.05)):
+        events = [event async for event in handle.fetch_history_events()]
+        asked = [
+            index
+            for index, event in enumerate(events)
+            if event.HasField("workflow_execution_cancel_requested_event_attributes")
+            or event.HasField("workflow_execution_signaled_event_attributes")
+        ]
+        later = events[asked[0] + 1 :] if asked else []
+        if any(event.HasField("workflow_task_completed_event_attributes") for event in later):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the workflow never took {what} in {WAIT_SECONDS}s")
+
+
 def test_a_stop_during_the_handoff_ends_the_workflow_and_resume_finishes_the_loop(
     time_skipping: TimeSkipping, tmp_path: Path, claude: Path
 ) -> None:
@@ -114,6 +133,7 @@ def test_a_stop_during_the_handoff_ends_the_workflow_and_resume_finishes_the_loo
                     handle = await runs.start(run_input(runs, "spawned"))
                     await _wait_for_event(handle, "handoff_detected")
                     await runs.stop("spawned")
+                    await _until_taken(handle, "the stop")
                     release()
                     # Without the fix the workflow waits for `resume` here, until the timeout.
                     stopped: RunOutcome = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
@@ -138,3 +158,46 @@ def test_a_stop_during_the_handoff_ends_the_workflow_and_resume_finishes_the_loo
     assert done.result["terminated_by"] == "terminal"
     log = checkout / ".loops" / ".running" / "spawned.logs" / "2-work.log"
     assert log.read_text(encoding="utf-8") == "resumed\n"
+
+
+PARENT_LOOP = """\
+name: parent
+initial: go
+states:
+  go:
+    loop: child
+    on_yes: done
+    on_no: done
+  done: {terminal: true}
+"""
+
+CHILD_LOOP = """\
+name: child
+initial: end
+states:
+  end: {terminal: true}
+"""
+
+
+def test_a_host_activity_that_fails_is_not_taken_for_a_stop(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    """The counterpart: a host activity (here finding the sub-loop's file) that no worker
+    takes fails the state with the reason, once; nothing is stopped or run again."""
+    checkout = checkout_with(tmp_path / "co", "parent", PARENT_LOOP)
+    checkout_with(checkout, "child", CHILD_LOOP)
+    runs = runs_for(time_skipping, checkout)
+    run = run_input(runs, "parent", schedule_to_start_seconds=1.0)
+    run.task_queue = unique("nobody-polls")  # the activities' queue has no worker
+
+    async def scenario() -> RunOutcome:
+        async with build_worker(runs.client, runs.task_queue):
+            handle = await runs.start(run)
+            return await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+
+    outcome = time_skipping.run(scenario())
+    assert (outcome.state["status"], outcome.state["terminated_by"]) == ("failed", "error")
+    assert outcome.state["error"] == (
+        f"sub-loop 'child': no worker took the activity on task queue '{run.task_queue}' "
+        "within 1s (is `ll-loop worker` running in that checkout?)"
+    )
