@@ -1,6 +1,8 @@
 """A local `ll-loop run` of a plain loop loads only what it uses (issue 22 item 9, the
-per-action cost): no asyncio (the Temporal side), no OpenSSL hashes, uuid, zoneinfo,
-tempfile or secrets. Each was imported at start-up by a module that needs it only for
+per-action cost): no asyncio (the Temporal side), no OpenSSL hashes, uuid, tempfile or
+secrets. (zoneinfo stays: the run core reads claude's reset times with it inside Temporal's
+workflow sandbox, where a late import of it hands back a proxy `datetime` refuses.)
+Each was imported at start-up by a module that needs it only for
 HEAD loops, failing steps, sub-loop worktrees, claude's limits or `--notify`; loading
 them cost a 200-action run about 0.1 ms per action."""
 
@@ -15,7 +17,7 @@ LOADED_AFTER_RUN = """
 import sys
 from little_loops.cli import main_loop
 code = main_loop(sys.argv[1:])
-unused = ["asyncio", "ssl", "hashlib", "uuid", "zoneinfo", "tempfile", "secrets"]
+unused = ["asyncio", "ssl", "hashlib", "uuid", "tempfile", "secrets"]
 print(code, [name for name in unused if name in sys.modules])
 """
 

@@ -26,13 +26,10 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, timedelta
-from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from little_loops.fsm.model.limit_hit import LimitHit as LimitHit
 from little_loops.fsm.model.limit_hit import LimitKind as LimitKind
-
-if TYPE_CHECKING:
-    from zoneinfo import ZoneInfo
 
 _SEPARATOR = " \u00b7 "
 _USAGE_START = re.compile(r"^You[\u2019']ve hit your (?P<name>.+)$")
@@ -76,8 +73,6 @@ def parse_reset_time(text: str, now: float) -> float | None:
     found = _RESET.search(text)
     if found is None:
         return None
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # only once a reset is printed
-
     try:
         zone = ZoneInfo(found["zone"])
     except (ZoneInfoNotFoundError, ValueError):

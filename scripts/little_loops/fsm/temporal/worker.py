@@ -30,8 +30,17 @@ HEARTBEAT_THROTTLE = timedelta(seconds=1)
 within about this time (it is delivered with a heartbeat's reply)."""
 
 
+# Standard modules the run core imports only when it needs them (so a local run never
+# loads them): imported inside a workflow, the sandbox would hand back restricted proxies
+# (`datetime.fromtimestamp(now, ZoneInfo(...))` then fails), as it does not for modules
+# imported at the top of `little_loops`, which passes through.
+_LAZY_STANDARD_MODULES = ("zoneinfo", "hashlib", "uuid", "tempfile", "secrets")
+
+
 def workflow_runner() -> SandboxedWorkflowRunner:
-    restrictions = SandboxRestrictions.default.with_passthrough_modules("little_loops")
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(
+        "little_loops", *_LAZY_STANDARD_MODULES
+    )
     return SandboxedWorkflowRunner(restrictions=restrictions)
 
 

@@ -1,0 +1,1 @@
+"""Developer tools that are not tests (docs/testing.md): the mutation check."""
