@@ -57,3 +57,31 @@ def test_a_resume_is_one_line_and_skipped_lines_are_said(tmp_path: Path) -> None
     assert done.stderr == (
         "note: 1 line of .loops/.running/two.events.jsonl skipped: not an event\n"
     )
+
+
+def test_runs_since_lists_the_runs_under_way_then(tmp_path: Path) -> None:
+    """Issue 23 item 14: `--since` was ignored by `--runs`."""
+    import json
+
+    for folder, updated in (
+        ("20250101T000000.000000Z", "2025-01-01T00:00:00+00:00"),
+        ("20260101T000000.000000Z", "2026-01-01T00:00:00+00:00"),
+    ):
+        path = tmp_path / ".loops" / ".history" / "two" / folder
+        path.mkdir(parents=True)
+        state = {
+            "loop_name": "two",
+            "current_state": "a",
+            "iteration": 1,
+            "captured": {},
+            "prev_result": None,
+            "last_result": None,
+            "started_at": updated,
+            "updated_at": updated,
+            "status": "completed",
+        }
+        (path / "two.state.json").write_text(json.dumps(state))
+    every = run_cli(tmp_path, "history", "two", "--runs", "--json")
+    since = run_cli(tmp_path, "history", "two", "--runs", "--json", "--since", "2025-06-01")
+    assert [run["run"] for run in json.loads(every.stdout)] == [1, 2]
+    assert [run["run"] for run in json.loads(since.stdout)] == [2]

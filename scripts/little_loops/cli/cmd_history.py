@@ -10,13 +10,14 @@ reference's lines (`<ts> <event>: {dict}`). `--runs` lists the runs kept in
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from little_loops.cli.cmd_inspect import history_line
 from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.history_lines import readable_lines
-from little_loops.cli.history_query import EventFilter, states_of
+from little_loops.cli.history_query import EventFilter, event_moment, states_of
 from little_loops.cli.history_runs import Run, runs_of
 from little_loops.cli.output import Logger, plural, write_error_line, write_line
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved, loop_name_for
@@ -42,7 +43,9 @@ def history_command(
     name = loop_name_for(loop_arg)
     persistence = StatePersistence(name, LOOPS_DIR)
     if list_runs:
-        return _print_runs(runs_of(LOOPS_DIR, persistence.running_dir, name), loop_arg, output)
+        runs = runs_of(LOOPS_DIR, persistence.running_dir, name)
+        since = query.since if query is not None else None
+        return _print_runs([run for run in runs if _active_since(run, since)], loop_arg, output)
     events_file = persistence.events_file
     if run is not None:
         chosen = _run_numbered(runs_of(LOOPS_DIR, persistence.running_dir, name), run, loop_arg)
@@ -126,6 +129,15 @@ def _run_numbered(runs: list[Run], number: int, loop_arg: str) -> Run | None:
     listing = f"ll-loop history {loop_arg} --runs"
     Logger().error(f"No run {number} of {loop_arg} ({known}; list them: {listing})")
     return None
+
+
+def _active_since(run: Run, since: datetime | None) -> bool:
+    """`--runs --since`: the runs that were under way at or after `since` (last saved then
+    or later); without `since`, all."""
+    if since is None:
+        return True
+    moment = event_moment({"ts": run.state.get("updated_at") or run.state.get("started_at")})
+    return moment is not None and moment >= since
 
 
 def _print_runs(runs: list[Run], loop_arg: str, output: str) -> int:
