@@ -156,6 +156,8 @@ def complete_action(
     if scan is not None and scan.lines == 0:
         # A runner that does not stream (or streamed nothing): scan what it returned.
         scan.feed_text(result.output)
+    if result.error is not None and "\x00" in request.action:
+        result.error = nul_byte_message(sc.cursor.captured, sc.fsm.context)
     head_state = state if isinstance(state, HeadStateConfig) else None
     shown = complete_keys(head_state) if head_state is not None else {}
     sc.emit("action_complete", **completed_keys(result), **shown)
@@ -379,3 +381,25 @@ def _both(
         second(line)
 
     return call_both
+
+
+def nul_byte_message(captured: dict[str, Any], context: dict[str, Any]) -> str:
+    """Why an action with a NUL byte could not run, naming where the NUL came from (a
+    command line cannot hold one; the runner only said `embedded null byte`)."""
+    sources = [
+        f"${{captured.{name}.{key}}}"
+        for name, value in captured.items()
+        if isinstance(value, dict)
+        for key, text in value.items()
+        if isinstance(text, str) and "\x00" in text
+    ]
+    sources += [
+        f"${{context.{key}}}"
+        for key, text in context.items()
+        if isinstance(text, str) and "\x00" in text
+    ]
+    where = f", from {', '.join(sources)}" if sources else ""
+    return (
+        f"Cannot run action: it contains a NUL byte{where} (a command line cannot hold one: "
+        "strip it where it is made, e.g. with tr -d '\\000')"
+    )
