@@ -378,6 +378,14 @@ class ProgressDisplay:
         reason = one_line(str(event.get("reason", "")))
         write_line(f"{self._indent}state '{state}' run again (attempt {attempt}): {reason}")
 
+    def _signal_ignored(self, event: dict[str, Any]) -> None:
+        self._finish_line()
+        marker = event.get("marker", "?")
+        write_line(
+            f"{self._indent}! {marker} printed on stderr is not acted on "
+            "(signals are read from stdout: echo it there)"
+        )
+
     def _loop_start(self, event: dict[str, Any]) -> None:
         if self._depth:  # a sub-loop starting (the run's own start has the preamble)
             self._finish_line()
@@ -403,6 +411,7 @@ _HANDLERS = {
     "action_start": ProgressDisplay._action_start,
     "action_complete": ProgressDisplay._action_complete,
     "action_retry": ProgressDisplay._action_retry,
+    "signal_ignored": ProgressDisplay._signal_ignored,
     "evaluate": ProgressDisplay._evaluate,
     "route": ProgressDisplay._route,
     "handoff_detected": ProgressDisplay._handoff,

@@ -116,7 +116,7 @@ def _restart_of_resume(events: list[dict[str, Any]], index: int) -> bool:
 
 
 # A state's own events, which do not name it: their lines do (`--event action_complete`).
-_OF_A_STATE = frozenset({"action_start", "action_complete", "evaluate"})
+_OF_A_STATE = frozenset({"action_start", "action_complete", "evaluate", "signal_ignored"})
 
 
 def _depth(event: dict[str, Any]) -> int:

@@ -167,6 +167,8 @@ def complete_action(
             head_capture(state, result) if head else _capture(result)
         )
     step = Step(action=result, slash=request.slash, signal=_acted_on(sc, scan))
+    if step.signal is None:
+        _say_signal_on_stderr(sc, result.stderr)
     limit = _limit(sc, state, request.slash)
     step.cut_by_loop_timeout = result.timed_out and request.timeout < limit
     if result.error is not None:
@@ -403,3 +405,15 @@ def nul_byte_message(captured: dict[str, Any], context: dict[str, Any]) -> str:
         f"Cannot run action: it contains a NUL byte{where} (a command line cannot hold one: "
         "strip it where it is made, e.g. with tr -d '\\000')"
     )
+
+
+def _say_signal_on_stderr(sc: StepContext, stderr: str | None) -> None:
+    """A signal marker printed on stderr is not acted on (signals are read from stdout, as
+    the reference read them): say so, once per action, so the loop author can fix it."""
+    detector = sc.signal_detector
+    if detector is None or not stderr:
+        return
+    found = detector.detect_first(stderr)
+    if found is not None:
+        marker = found.raw_match.split(":", 1)[0] + ":"
+        sc.emit("signal_ignored", stream="stderr", marker=marker)
