@@ -229,6 +229,9 @@ class StallGuard:
             else:  # the same ending, but something moved: a new streak starts here
                 streak.count, streak.recovered = 1, False
             streak.cycle, streak.since, streak.workspace = streak.since, "", workspace
+            # The latest words (the output is the same up to what the fingerprint leaves
+            # out, such as times): a streak restored by a resume showed the first run's.
+            streak.preview = preview or streak.preview
         return streak if streak.count >= self.threshold else None
 
     def counts(self, verdict: str) -> bool:
