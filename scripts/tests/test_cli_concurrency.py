@@ -28,12 +28,19 @@ from fixtures.cli_support import (
 )
 
 from little_loops.cli import cmd_stop
+from little_loops.cli.processes import action_groups
 from little_loops.fsm.store import locking
 
 
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+
+
+def _default_sigint() -> None:
+    """In the child: SIGINT's default, whatever pytest inherited (a background job of a
+    shell without job control starts with it ignored, and children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class Runner:
@@ -48,6 +55,7 @@ class Runner:
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,  # like a terminal job: Ctrl-C goes to its group
+            preexec_fn=_default_sigint,  # the tests send it SIGINT: not ignored, ever
         )
         self.pid = self.process.pid
         self.output: tuple[str, str] = ("", "")
@@ -96,6 +104,13 @@ def _wait_until(check: Any, what: str, timeout: float = 15) -> None:
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.02)
+
+
+def _ignores_sigterm(pid: int) -> bool:
+    """Whether the process has SIGTERM ignored (its `trap '' TERM` has run)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    mask = next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:"))
+    return bool(int(mask, 16) & (1 << (signal.SIGTERM - 1)))
 
 
 def _scoped(name: str, scope: str, action: str) -> str:
@@ -196,8 +211,7 @@ def test_ctrl_c_while_queued_gives_up_without_files(
     alpha = Runner(tmp_path, "alpha")
     wait_for_action_start(tmp_path, "alpha")
     queued = Runner(tmp_path, "beta", "--queue")
-    _wait_until(lambda: (_running(tmp_path) / "beta.lock").exists(), "beta to queue")
-    time.sleep(0.2)
+    _wait_until(lambda: locking.read_holder(_running(tmp_path), "beta") is not None, "a queue")
     os.killpg(queued.pid, signal.SIGINT)
     code, out, err = queued.join()
     assert (code, out) == (130, "")
@@ -455,7 +469,8 @@ def _wait_for_resumed_action(root: Path, name: str) -> None:
         return "loop_resume" in names and names[-1] == "action_start"
 
     _wait_until(started, "the spawned resume to start its action")
-    time.sleep(0.2)
+    # The event is written just before the action's process group exists: wait for it.
+    _wait_until(lambda: action_groups(_state(root, name)["pid"]), "the action's process")
 
 
 def test_stop_of_a_resume_that_is_the_session_itself(
@@ -484,7 +499,7 @@ def test_a_session_ignoring_sigterm_is_killed(
     env = _spawn_env(tmp_path, WAIT_FOR=str(tmp_path / "go"), IGNORE_TERM="1")
     assert run_cli(tmp_path, "stubborn", env=env).returncode == 3
     session = _state(tmp_path, "stubborn")["pid"]
-    time.sleep(0.3)  # let it reach its waiting loop (and its trap)
+    _wait_until(lambda: _ignores_sigterm(session), "the session to set its trap")
     assert cli_in_process(capsys, "stop", "stubborn") == (
         0,
         "[T] Stopped the session continuing stubborn after its handoff (pid N)\n"
