@@ -41,7 +41,7 @@ def _no_open_run_left_behind(request: pytest.FixtureRequest, tmp_path: Path) -> 
     if "temporal_dev_server" not in request.fixturenames:
         return
     server: DevServer = request.getfixturevalue("temporal_dev_server")
-    checkouts = [loops.parent for loops in (tmp_path, *tmp_path.iterdir()) if _has_loops(loops)]
+    checkouts = [path for path in (tmp_path, *tmp_path.iterdir()) if _has_loops(path)]
     asyncio.run(terminate_open_runs(server, checkouts))
 
 
