@@ -36,8 +36,8 @@ def test_a_worker_killed_inside_a_child_leaves_the_run_to_the_next_worker_inside
     first = Worker(checkout, env)
     workers.append(first)
     # The action of the dead worker is retried once its heartbeat times out: a short one.
-    short = {**env, "LL_TEMPORAL_HEARTBEAT_SECONDS": "3"}
-    started = run_cli(checkout, "run", "parent", "--detach", env=short)
+    env = {**env, "LL_TEMPORAL_HEARTBEAT_SECONDS": "5"}
+    started = run_cli(checkout, "run", "parent", "--detach", env=env)
     assert started.returncode == 0, started.stderr
     wait_until(lambda: processes_with(marker), "the child's check to start")
     first.kill()

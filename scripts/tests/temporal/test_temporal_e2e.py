@@ -154,7 +154,7 @@ def test_a_killed_workers_action_is_stopped_and_retried_on_another_worker(
     first = Worker(checkout, env)
     workers.append(first)
     # The dead worker's action is retried once its heartbeat times out: a short one.
-    short = {**env, "LL_TEMPORAL_HEARTBEAT_SECONDS": "3"}
+    short = {**env, "LL_TEMPORAL_HEARTBEAT_SECONDS": "5"}
     assert run_cli(checkout, "run", "slow", "--detach", env=short).returncode == 0
     wait_until(lambda: processes_with(marker), "the action to start")
     orphans = processes_with(marker)
