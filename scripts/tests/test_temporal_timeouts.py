@@ -25,7 +25,10 @@ HELLO = "name: hello\ninitial: done\nstates:\n  done:\n    terminal: true\n"
 
 def test_the_production_defaults_are_30s_queries_300s_to_start_and_a_10s_heartbeat() -> None:
     assert Timeouts() == Timeouts(
-        query_seconds=30.0, schedule_to_start_seconds=300.0, heartbeat_seconds=10.0
+        query_seconds=30.0,
+        schedule_to_start_seconds=300.0,
+        heartbeat_seconds=10.0,
+        sticky_seconds=10.0,  # Temporal's own default
     )
     assert Timeouts.from_env({}) == Timeouts()
     assert Timeouts().query == timedelta(seconds=30)
@@ -38,14 +41,17 @@ def test_each_limit_is_read_from_its_variable() -> None:
         "query_seconds": "LL_TEMPORAL_QUERY_SECONDS",
         "schedule_to_start_seconds": "LL_TEMPORAL_SCHEDULE_TO_START_SECONDS",
         "heartbeat_seconds": "LL_TEMPORAL_HEARTBEAT_SECONDS",
+        "sticky_seconds": "LL_TEMPORAL_STICKY_SECONDS",
     }
     environ = {
         "LL_TEMPORAL_QUERY_SECONDS": "2.5",
         "LL_TEMPORAL_SCHEDULE_TO_START_SECONDS": "4",
         "LL_TEMPORAL_HEARTBEAT_SECONDS": "3",
+        "LL_TEMPORAL_STICKY_SECONDS": "1.5",
     }
-    assert Timeouts.from_env(environ) == Timeouts(2.5, 4.0, 3.0)
-    assert Timeouts.from_env({"LL_TEMPORAL_HEARTBEAT_SECONDS": "3"}) == Timeouts(30.0, 300.0, 3.0)
+    assert Timeouts.from_env(environ) == Timeouts(2.5, 4.0, 3.0, 1.5)
+    only = Timeouts.from_env({"LL_TEMPORAL_HEARTBEAT_SECONDS": "3"})
+    assert only == Timeouts(30.0, 300.0, 3.0, 10.0)
 
 
 @pytest.mark.parametrize("text", ["0", "-1", "soon", "nan", "inf"])
@@ -119,3 +125,33 @@ def test_a_bad_limit_is_said_in_one_line_before_any_server_is_asked(
         "",
         "[T] LL_TEMPORAL_HEARTBEAT_SECONDS=soon: not a positive number of seconds\n",
     )
+
+
+def test_a_worker_with_a_bad_limit_says_so_before_it_connects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The worker waits on none of the limits itself, but the handoff sessions it spawns
+    (`ll-loop resume`) inherit its environment."""
+    from fixtures.cli_support import cli_in_process
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LL_TEMPORAL_SCHEDULE_TO_START_SECONDS", "-5")
+    assert cli_in_process(capsys, "worker", "--address", "127.0.0.1:9") == (
+        1,
+        "",
+        "[T] LL_TEMPORAL_SCHEDULE_TO_START_SECONDS=-5: not a positive number of seconds\n",
+    )
+
+
+def test_a_worker_is_built_with_the_sticky_queue_limit_it_is_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from little_loops.fsm.temporal import worker
+
+    built: list[dict[str, Any]] = []
+    monkeypatch.setattr(worker, "Worker", lambda *args, **options: built.append(options))
+    client = cast(Any, None)
+    worker.build_worker(client, "queue")
+    worker.build_worker(client, "queue", timeouts=Timeouts(sticky_seconds=2.0))
+    sticky = [options["sticky_queue_schedule_to_start_timeout"] for options in built]
+    assert sticky == [timedelta(seconds=10), timedelta(seconds=2)]

@@ -482,10 +482,14 @@ def worker_command(
     from little_loops.fsm.temporal.client import connect
     from little_loops.fsm.temporal.names import ServerSettings, task_queue_for
     from little_loops.fsm.temporal.presence import polls_as
+    from little_loops.fsm.temporal.timeouts import Timeouts
     from little_loops.fsm.temporal.worker import Roles, build_worker
 
     roles = Roles(workflows=workflows, activities=activities)
     settings = ServerSettings.resolve(address, namespace)
+    # Its own limit is the sticky queue's; a handoff session it spawns (`ll-loop resume`)
+    # inherits the others with its environment: a bad one is said now.
+    timeouts = Timeouts.from_env()
     queue = task_queue or task_queue_for(Path.cwd())
     # A spawned handoff session (`on_handoff: spawn`) runs `ll-loop resume <loop>`: it
     # must resume the workflow on this server.
@@ -499,7 +503,7 @@ def worker_command(
 
     async def serve() -> None:
         client = await connect(settings)
-        worker = build_worker(client, queue, roles)
+        worker = build_worker(client, queue, roles, timeouts)
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, lambda: asyncio.ensure_future(worker.shutdown()))

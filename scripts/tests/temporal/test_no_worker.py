@@ -129,9 +129,10 @@ def test_ctrl_c_while_waiting_for_a_worker_leaves_the_stop_with_the_server(
     )
 
 
-QUICK_QUERIES = {"LL_TEMPORAL_QUERY_SECONDS": "5"}
-"""A query no worker answers fails at this deadline (30 s in production): the tests that
-wait for it to fail give a short one."""
+QUICK_QUERIES = {"LL_TEMPORAL_QUERY_SECONDS": "5", "LL_TEMPORAL_STICKY_SECONDS": "2"}
+"""A query no worker answers fails at this deadline (30 s in production), and a run whose
+worker died waits this long for its sticky queue (10 s) before another worker takes it:
+the tests that wait for these give short ones."""
 
 
 def test_a_worker_that_died_is_said_once_its_query_times_out(

@@ -149,13 +149,14 @@ def test_a_stop_during_a_long_action_then_resume(
 def test_a_killed_workers_action_is_stopped_and_retried_on_another_worker(
     env: dict[str, str], workers: list[Worker], tmp_path: Path
 ) -> None:
+    # The dead worker's action is retried once its heartbeat times out, and the run's next
+    # workflow task first waits for the dead worker's sticky queue (10 s): short ones.
+    env = {**env, "LL_TEMPORAL_HEARTBEAT_SECONDS": "5", "LL_TEMPORAL_STICKY_SECONDS": "2"}
     marker = f"slow-{time.monotonic_ns()}"
     checkout = _checkout(tmp_path / "co", "slow", SLOW_LOOP.replace("MARKER", marker))
     first = Worker(checkout, env)
     workers.append(first)
-    # The dead worker's action is retried once its heartbeat times out: a short one.
-    short = {**env, "LL_TEMPORAL_HEARTBEAT_SECONDS": "5"}
-    assert run_cli(checkout, "run", "slow", "--detach", env=short).returncode == 0
+    assert run_cli(checkout, "run", "slow", "--detach", env=env).returncode == 0
     wait_until(lambda: processes_with(marker), "the action to start")
     orphans = processes_with(marker)
     workflow_id = f"ll-loop:slow@{os.uname().nodename}:{checkout.resolve()}"

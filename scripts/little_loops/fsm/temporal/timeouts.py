@@ -6,10 +6,14 @@
   the run fails, saying no worker runs the checkout's actions (`RunInput`).
 - `heartbeat_seconds`: how long a running action may go without a heartbeat before the
   server counts its worker as dead and retries it elsewhere (`RunInput`).
+- `sticky_seconds` (the worker's): how long a run's next workflow task waits for the
+  worker that ran its last one (it keeps the run in memory) before any worker of the queue
+  may take it: after a worker died, the run goes on elsewhere this much later.
 
-The defaults are the production ones. `LL_TEMPORAL_QUERY_SECONDS`,
-`LL_TEMPORAL_SCHEDULE_TO_START_SECONDS` and `LL_TEMPORAL_HEARTBEAT_SECONDS` override them
-for the `ll-loop` commands and `ll-loop worker` (the tests pass short ones).
+The defaults are the production ones (the last is Temporal's own). Each has a variable:
+`LL_TEMPORAL_QUERY_SECONDS`, `LL_TEMPORAL_SCHEDULE_TO_START_SECONDS`,
+`LL_TEMPORAL_HEARTBEAT_SECONDS` (the `ll-loop` commands, and the runs they start) and
+`LL_TEMPORAL_STICKY_SECONDS` (`ll-loop worker`); the tests pass short ones.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ __all__ = [
     "DEFAULT_HEARTBEAT_SECONDS",
     "DEFAULT_QUERY_SECONDS",
     "DEFAULT_SCHEDULE_TO_START_SECONDS",
+    "DEFAULT_STICKY_SECONDS",
     "TIMEOUT_ENV",
     "Timeouts",
 ]
@@ -33,11 +38,13 @@ __all__ = [
 DEFAULT_QUERY_SECONDS = 30.0
 DEFAULT_SCHEDULE_TO_START_SECONDS = 300.0
 DEFAULT_HEARTBEAT_SECONDS = 10.0
+DEFAULT_STICKY_SECONDS = 10.0
 
 TIMEOUT_ENV = {
     "query_seconds": "LL_TEMPORAL_QUERY_SECONDS",
     "schedule_to_start_seconds": "LL_TEMPORAL_SCHEDULE_TO_START_SECONDS",
     "heartbeat_seconds": "LL_TEMPORAL_HEARTBEAT_SECONDS",
+    "sticky_seconds": "LL_TEMPORAL_STICKY_SECONDS",
 }
 
 
@@ -48,6 +55,7 @@ class Timeouts:
     query_seconds: float = DEFAULT_QUERY_SECONDS
     schedule_to_start_seconds: float = DEFAULT_SCHEDULE_TO_START_SECONDS
     heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
+    sticky_seconds: float = DEFAULT_STICKY_SECONDS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Timeouts:
@@ -64,6 +72,10 @@ class Timeouts:
     @property
     def query(self) -> timedelta:
         return timedelta(seconds=self.query_seconds)
+
+    @property
+    def sticky(self) -> timedelta:
+        return timedelta(seconds=self.sticky_seconds)
 
 
 def _seconds(name: str, text: str) -> float:

@@ -19,6 +19,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from little_loops.fsm.temporal.activities import ACTIVITIES
 from little_loops.fsm.temporal.scope_registry import ScopeRegistry
+from little_loops.fsm.temporal.timeouts import Timeouts
 from little_loops.fsm.temporal.workflow import LoopWorkflow
 
 __all__ = ["HEARTBEAT_THROTTLE", "Roles", "build_worker", "workflow_runner"]
@@ -52,10 +53,14 @@ class Roles:
         return "workflows only" if self.workflows else "activities only"
 
 
-def build_worker(client: Client, task_queue: str, roles: Roles | None = None) -> Worker:
+def build_worker(
+    client: Client, task_queue: str, roles: Roles | None = None, timeouts: Timeouts | None = None
+) -> Worker:
     """A worker for `task_queue` with the loop workflow and the checkout's scope registry,
-    the loop's activities, or both (`roles`, default both)."""
+    the loop's activities, or both (`roles`, default both); of `timeouts` it uses the
+    sticky queue's (`timeouts.Timeouts.sticky_seconds`)."""
     roles = roles or Roles()
+    timeouts = timeouts or Timeouts()
     return Worker(
         client,
         task_queue=task_queue,
@@ -64,4 +69,5 @@ def build_worker(client: Client, task_queue: str, roles: Roles | None = None) ->
         workflow_runner=workflow_runner(),
         max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+        sticky_queue_schedule_to_start_timeout=timeouts.sticky,
     )
