@@ -250,14 +250,16 @@ from pathlib import Path
 from little_loops.fsm.store.locking import acquire_loop_lock
 lock = acquire_loop_lock(Path(".loops/.running"), sys.argv[1])
 print("held", flush=True)
-time.sleep(float(sys.argv[2]))
+sys.stdin.read()  # until the test closes it (or the process is killed)
 """
 
 
-def _hold_lock(root: Path, name: str, seconds: float) -> subprocess.Popen[str]:
+def _hold_lock(root: Path, name: str) -> subprocess.Popen[str]:
+    """A process holding the loop's lock until its stdin is closed."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD, name, str(seconds)],
+        [sys.executable, "-c", _HOLD, name],
         cwd=root,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -269,14 +271,22 @@ def _hold_lock(root: Path, name: str, seconds: float) -> subprocess.Popen[str]:
 def test_resume_of_a_handed_off_loop_waits_for_the_lock(tmp_path: Path) -> None:
     write_loop(tmp_path, "handoff", HANDOFF_LOOP)
     assert run_cli(tmp_path, "handoff").returncode == 3
-    holder = _hold_lock(tmp_path, "handoff", 0.8)
-    resumed = run_cli(tmp_path, "resume", "handoff")
-    assert resumed.returncode == 0
-    waiting = "[T] Loop handoff is still held (pid N); waiting up to 15s\n"
-    assert normalize(resumed.stderr) == waiting
-    assert normalize(resumed.stdout).startswith(
-        "Resuming loop 'handoff' from state 'step' (iteration 1)\n"
+    holder = _hold_lock(tmp_path, "handoff")
+    resumed = subprocess.Popen(
+        [str(LL_LOOP), "resume", "handoff"],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
+    assert resumed.stderr is not None and holder.stdin is not None
+    waiting = "[T] Loop handoff is still held (pid N); waiting up to 15s\n"
+    assert normalize(resumed.stderr.readline()) == waiting  # it waits: let the lock go
+    holder.stdin.close()
+    out, err = resumed.communicate(timeout=30)
+    assert (resumed.returncode, err) == (0, "")
+    assert normalize(out).startswith("Resuming loop 'handoff' from state 'step' (iteration 1)\n")
     assert holder.wait() == 0
     assert holder.stdout is not None
     holder.stdout.close()
@@ -288,7 +298,7 @@ def test_resume_of_an_interrupted_loop_does_not_wait(tmp_path: Path) -> None:
     state_file = _running(tmp_path) / "handoff.state.json"
     data = json.loads(state_file.read_text())
     state_file.write_text(json.dumps({**data, "status": "interrupted"}))
-    holder = _hold_lock(tmp_path, "handoff", 30)
+    holder = _hold_lock(tmp_path, "handoff")
     try:
         started = time.monotonic()
         refused = run_cli(tmp_path, "resume", "handoff")
@@ -300,8 +310,9 @@ def test_resume_of_an_interrupted_loop_does_not_wait(tmp_path: Path) -> None:
     finally:
         holder.kill()
         holder.wait()
-        assert holder.stdout is not None
+        assert holder.stdout is not None and holder.stdin is not None
         holder.stdout.close()
+        holder.stdin.close()
 
 
 # --- stop ------------------------------------------------------------------------------
