@@ -13,10 +13,16 @@ import os
 import re
 import signal
 import subprocess
-import time
 from pathlib import Path
 
-from fixtures.cli_support import LL_LOOP, cli_env, normalize, run_cli, write_loop
+from fixtures.cli_support import (
+    LL_LOOP,
+    cli_env,
+    normalize,
+    run_cli,
+    wait_for_action_start,
+    write_loop,
+)
 
 WAIT_SECONDS = 30.0
 SIGINT_BIT = 1 << (signal.SIGINT - 1)  # its bit in /proc/<pid>/status's SigIgn mask
@@ -39,13 +45,6 @@ def _start(root: Path, *args: str) -> subprocess.Popen[str]:
         start_new_session=True,
         preexec_fn=_ignore_sigint,
     )
-
-
-def _wait_until(check: object, what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def _interrupt(process: subprocess.Popen[str]) -> tuple[int, str, str]:
@@ -72,6 +71,7 @@ states:
 def test_watch_started_ignoring_sigint_stops_on_ctrl_c(tmp_path: Path) -> None:
     write_loop(tmp_path, "gated", GATED)
     assert run_cli(tmp_path, "run", "gated", "--background").returncode == 0
+    wait_for_action_start(tmp_path, "gated")  # watched while it runs
     watcher = _start(tmp_path, "watch", "gated")
     try:
         assert watcher.stdout is not None
@@ -97,6 +97,7 @@ def test_a_queued_run_started_ignoring_sigint_gives_up_on_ctrl_c(tmp_path: Path)
     write_loop(tmp_path, "alpha", _scoped("alpha", '"while [ ! -f gate ]; do sleep 0.05; done"'))
     write_loop(tmp_path, "beta", _scoped("beta", "echo beta"))
     assert run_cli(tmp_path, "run", "alpha", "--background").returncode == 0
+    wait_for_action_start(tmp_path, "alpha")  # alpha holds the scope
     queued = _start(tmp_path, "run", "beta", "--queue")
     try:
         assert queued.stderr is not None

@@ -33,7 +33,6 @@ from little_loops.cli.exit_codes import (
 )
 from little_loops.cli.output import DIAGRAM_FORMATS, Logger, standard_streams, write_error_line
 from little_loops.cli.output import silence_stdout as _silence_stdout
-from little_loops.cli.signals import restore_interrupt
 
 if TYPE_CHECKING:
     from little_loops.cli.cmd_run import RunOptions
@@ -755,6 +754,8 @@ def main_loop(argv: Sequence[str] | None = None) -> int:
     """Run `ll-loop` with `argv` (default: the process arguments); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if argv is None:  # the `ll-loop` process itself, not a call from a test or a program
+        from little_loops.cli.signals import restore_interrupt
+
         restore_interrupt()
     with standard_streams(), _validation_warnings_to_stderr():
         code = _dispatch_safely(args)
