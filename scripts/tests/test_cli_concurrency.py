@@ -28,12 +28,19 @@ from fixtures.cli_support import (
 )
 
 from little_loops.cli import cmd_stop
+from little_loops.cli.processes import action_groups
 from little_loops.fsm.store import locking
 
 
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+
+
+def _default_sigint() -> None:
+    """In the child: SIGINT's default, whatever pytest inherited (a background job of a
+    shell without job control starts with it ignored, and children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class Runner:
@@ -48,6 +55,7 @@ class Runner:
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,  # like a terminal job: Ctrl-C goes to its group
+            preexec_fn=_default_sigint,  # the tests send it SIGINT: not ignored, ever
         )
         self.pid = self.process.pid
         self.output: tuple[str, str] = ("", "")
@@ -96,6 +104,13 @@ def _wait_until(check: Any, what: str, timeout: float = 15) -> None:
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.02)
+
+
+def _ignores_sigterm(pid: int) -> bool:
+    """Whether the process has SIGTERM ignored (its `trap '' TERM` has run)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    mask = next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:"))
+    return bool(int(mask, 16) & (1 << (signal.SIGTERM - 1)))
 
 
 def _scoped(name: str, scope: str, action: str) -> str:
@@ -196,8 +211,7 @@ def test_ctrl_c_while_queued_gives_up_without_files(
     alpha = Runner(tmp_path, "alpha")
     wait_for_action_start(tmp_path, "alpha")
     queued = Runner(tmp_path, "beta", "--queue")
-    _wait_until(lambda: (_running(tmp_path) / "beta.lock").exists(), "beta to queue")
-    time.sleep(0.2)
+    _wait_until(lambda: locking.read_holder(_running(tmp_path), "beta") is not None, "a queue")
     os.killpg(queued.pid, signal.SIGINT)
     code, out, err = queued.join()
     assert (code, out) == (130, "")
@@ -236,14 +250,16 @@ from pathlib import Path
 from little_loops.fsm.store.locking import acquire_loop_lock
 lock = acquire_loop_lock(Path(".loops/.running"), sys.argv[1])
 print("held", flush=True)
-time.sleep(float(sys.argv[2]))
+sys.stdin.read()  # until the test closes it (or the process is killed)
 """
 
 
-def _hold_lock(root: Path, name: str, seconds: float) -> subprocess.Popen[str]:
+def _hold_lock(root: Path, name: str) -> subprocess.Popen[str]:
+    """A process holding the loop's lock until its stdin is closed."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD, name, str(seconds)],
+        [sys.executable, "-c", _HOLD, name],
         cwd=root,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -255,14 +271,22 @@ def _hold_lock(root: Path, name: str, seconds: float) -> subprocess.Popen[str]:
 def test_resume_of_a_handed_off_loop_waits_for_the_lock(tmp_path: Path) -> None:
     write_loop(tmp_path, "handoff", HANDOFF_LOOP)
     assert run_cli(tmp_path, "handoff").returncode == 3
-    holder = _hold_lock(tmp_path, "handoff", 0.8)
-    resumed = run_cli(tmp_path, "resume", "handoff")
-    assert resumed.returncode == 0
-    waiting = "[T] Loop handoff is still held (pid N); waiting up to 15s\n"
-    assert normalize(resumed.stderr) == waiting
-    assert normalize(resumed.stdout).startswith(
-        "Resuming loop 'handoff' from state 'step' (iteration 1)\n"
+    holder = _hold_lock(tmp_path, "handoff")
+    resumed = subprocess.Popen(
+        [str(LL_LOOP), "resume", "handoff"],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
+    assert resumed.stderr is not None and holder.stdin is not None
+    waiting = "[T] Loop handoff is still held (pid N); waiting up to 15s\n"
+    assert normalize(resumed.stderr.readline()) == waiting  # it waits: let the lock go
+    holder.stdin.close()
+    out, err = resumed.communicate(timeout=30)
+    assert (resumed.returncode, err) == (0, "")
+    assert normalize(out).startswith("Resuming loop 'handoff' from state 'step' (iteration 1)\n")
     assert holder.wait() == 0
     assert holder.stdout is not None
     holder.stdout.close()
@@ -274,7 +298,7 @@ def test_resume_of_an_interrupted_loop_does_not_wait(tmp_path: Path) -> None:
     state_file = _running(tmp_path) / "handoff.state.json"
     data = json.loads(state_file.read_text())
     state_file.write_text(json.dumps({**data, "status": "interrupted"}))
-    holder = _hold_lock(tmp_path, "handoff", 30)
+    holder = _hold_lock(tmp_path, "handoff")
     try:
         started = time.monotonic()
         refused = run_cli(tmp_path, "resume", "handoff")
@@ -286,8 +310,9 @@ def test_resume_of_an_interrupted_loop_does_not_wait(tmp_path: Path) -> None:
     finally:
         holder.kill()
         holder.wait()
-        assert holder.stdout is not None
+        assert holder.stdout is not None and holder.stdin is not None
         holder.stdout.close()
+        holder.stdin.close()
 
 
 # --- stop ------------------------------------------------------------------------------
@@ -455,7 +480,8 @@ def _wait_for_resumed_action(root: Path, name: str) -> None:
         return "loop_resume" in names and names[-1] == "action_start"
 
     _wait_until(started, "the spawned resume to start its action")
-    time.sleep(0.2)
+    # The event is written just before the action's process group exists: wait for it.
+    _wait_until(lambda: action_groups(_state(root, name)["pid"]), "the action's process")
 
 
 def test_stop_of_a_resume_that_is_the_session_itself(
@@ -484,7 +510,7 @@ def test_a_session_ignoring_sigterm_is_killed(
     env = _spawn_env(tmp_path, WAIT_FOR=str(tmp_path / "go"), IGNORE_TERM="1")
     assert run_cli(tmp_path, "stubborn", env=env).returncode == 3
     session = _state(tmp_path, "stubborn")["pid"]
-    time.sleep(0.3)  # let it reach its waiting loop (and its trap)
+    _wait_until(lambda: _ignores_sigterm(session), "the session to set its trap")
     assert cli_in_process(capsys, "stop", "stubborn") == (
         0,
         "[T] Stopped the session continuing stubborn after its handoff (pid N)\n"

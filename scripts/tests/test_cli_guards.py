@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.cli_support import cli_in_process, save_state
 
 from little_loops.cli.cmd_inspect import UNFINISHED_STATUSES, status_lines
 from little_loops.cli.display import ProgressDisplay
@@ -146,7 +148,19 @@ def test_status_lists_the_last_ten_errors_with_whole_tails() -> None:
     assert len(lines) == start + 2 + 10 * 21
 
 
-def test_list_running_shows_stalled_loops() -> None:
+def test_list_running_shows_stalled_loops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stalled run is unfinished (it can be resumed): `list --running` shows it, and not
+    a completed one beside it."""
+    monkeypatch.chdir(tmp_path)
+    save_state("stuck", "stalled")
+    save_state("fine", "completed")
+    assert cli_in_process(capsys, "list", "--running") == (
+        0,
+        "Unfinished runs:\n  stuck: work (iteration 2) - stalled\n",
+        "",
+    )
     assert "stalled" in UNFINISHED_STATUSES
 
 

@@ -69,6 +69,12 @@ def wait_for(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.05)
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT's default, whatever pytest inherited (a background job of a
+    shell without job control starts with it ignored, and children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Watcher:
     """An `ll-loop` process whose output goes to files the test can read while it runs."""
 
@@ -76,7 +82,12 @@ class Watcher:
         self.out_path, self.err_path = root / "watch.out", root / "watch.err"
         with self.out_path.open("wb") as out, self.err_path.open("wb") as err:
             self.process = subprocess.Popen(
-                [str(LL_LOOP), *args], cwd=root, env=cli_env(root), stdout=out, stderr=err
+                [str(LL_LOOP), *args],
+                cwd=root,
+                env=cli_env(root),
+                stdout=out,
+                stderr=err,
+                preexec_fn=_default_sigint,  # the tests send it SIGINT: not ignored, ever
             )
 
     def out(self) -> str:

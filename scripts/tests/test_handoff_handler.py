@@ -176,8 +176,21 @@ def test_a_held_spawn_waits_until_released_and_keeps_its_pid(tmp_path: Path) -> 
     assert (tmp_path / "demo.handoff.log").read_text() == f"claude pid {process.pid}\n"
 
 
-def test_release_without_a_spawn_does_nothing() -> None:
-    HandoffHandler(HandoffBehavior.SPAWN, hold_spawn=True).release_spawned()
+def test_release_without_a_spawn_does_nothing(tmp_path: Path) -> None:
+    """Nothing held: no error, and the next spawn is held all the same (an early release
+    is not kept for it)."""
+    claude = fake_claude(tmp_path, '#!/bin/sh\necho "claude pid $$"\n')
+    handler = HandoffHandler(
+        HandoffBehavior.SPAWN, claude_bin=str(claude), log_dir=tmp_path, hold_spawn=True
+    )
+    handler.release_spawned()
+    process = handler.handle("demo", "go").spawned_process
+    assert process is not None
+    assert _command_line(process.pid)[3:5] == ["ll-loop-handoff:demo", str(claude)]
+    assert (tmp_path / "demo.handoff.log").read_text() == ""
+    handler.release_spawned()
+    assert process.wait(timeout=10) == 0
+    assert (tmp_path / "demo.handoff.log").read_text() == f"claude pid {process.pid}\n"
 
 
 def test_a_held_spawn_starts_when_its_parent_exits_without_releasing(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic  # noqa: F401  # in the dev extra: a missing SDK fails here, never skips
 import pytest
 from fake_anthropic import FakeAnthropicServer, Reply, tool_use_message
 
@@ -16,8 +17,6 @@ from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.judging.head_llm_judge import HEAD_EVIDENCE_INSTRUCTION, HEAD_LLM_SCHEMA
 from little_loops.fsm.model.head_loop import HeadLoop
 from little_loops.fsm.schema import FSMLoop
-
-pytest.importorskip("anthropic")
 
 DONE = {"terminal": True}
 ROUTES = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import anthropic  # noqa: F401  # in the dev extra: a missing SDK fails here, never skips
 import pytest
 from fake_anthropic import FakeAnthropicServer, Reply, message, tool_use_message
 
@@ -12,8 +13,6 @@ from little_loops.fsm.evaluators import EvaluationResult, evaluate_llm_structure
 from little_loops.fsm.judging.model_prices import cost_of, usage_tokens
 
 GOOD = {"verdict": "success", "confidence": 0.9, "reason": "fine"}
-
-pytest.importorskip("anthropic")
 
 
 @pytest.fixture

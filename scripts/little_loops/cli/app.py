@@ -517,6 +517,10 @@ def __getattr__(name: str) -> dict[str, Callable[[argparse.Namespace], int]]:
 def main_loop(argv: Sequence[str] | None = None) -> int:
     """Run `ll-loop` with `argv` (default: the process arguments); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:  # the `ll-loop` process itself, not a call from a test or a program
+        from little_loops.cli.signals import restore_interrupt
+
+        restore_interrupt()
     with standard_streams():
         code = _dispatch_safely(args)
     if argv is None:

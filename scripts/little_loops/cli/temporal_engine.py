@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -76,10 +77,13 @@ def _run_async(make: Callable[[LoopRuns], Awaitable[T]]) -> T:
     used = True
     from little_loops.fsm.temporal.client import LoopRuns, connect
     from little_loops.fsm.temporal.names import ServerSettings
+    from little_loops.fsm.temporal.timeouts import Timeouts
+
+    timeouts = Timeouts.from_env()  # `LL_TEMPORAL_*_SECONDS`: a bad one said before connecting
 
     async def main() -> T:
         client = await connect(ServerSettings.resolve())
-        return await make(LoopRuns(client, Path.cwd(), LOOPS_DIR))
+        return await make(LoopRuns(client, Path.cwd(), LOOPS_DIR, timeouts=timeouts))
 
     return asyncio.run(main())
 
@@ -132,7 +136,7 @@ def resume_temporal(loop_arg: str, options: RunOptions, *, prompt: str | None = 
     async def resume(runs: LoopRuns) -> int:
         from little_loops.cli.cmd_run import resume_header
 
-        saved = _saved_state(await runs.status(name))  # as it was before the resume
+        saved = _saved_state(await _status_once_closed(runs, name))  # as it was before the resume
         if await runs.is_open(name):
             since, fsm = await _resume_open(runs, loaded, options, prompt)
         else:
@@ -143,6 +147,25 @@ def resume_temporal(loop_arg: str, options: RunOptions, *, prompt: str | None = 
         return await _follow_and_report(runs, loop_arg, fsm, options, preamble, since=since)
 
     return _run_async(resume)
+
+
+CLOSING_WAIT_SECONDS = 90.0
+"""How long `resume` waits for a run that is ending to close (its end is told first: a
+`notify` command may take up to 60 s)."""
+STILL_OPEN = ("running", "awaiting_continuation")
+
+
+async def _status_once_closed(runs: LoopRuns, name: str) -> dict[str, Any] | None:
+    """The run's state, after waiting for its workflow to close when it is ending: `stop`
+    (or Ctrl-C) returns once the server has the stop, and a run that ended tells its end
+    before its workflow closes, so a `resume` right after either would find the workflow
+    still open. A user means the stopped or ended run: resume it once it has closed."""
+    state = await runs.status(name)
+    ended = state is not None and state.get("status") not in STILL_OPEN
+    if await runs.is_open(name) and (ended or await runs.stop_requested(name)):
+        await runs.until_closed(name, CLOSING_WAIT_SECONDS)
+        state = await runs.status(name)
+    return state
 
 
 async def _resume_open(
@@ -365,7 +388,7 @@ def list_running_temporal(*, as_json: bool = False) -> int:
             status = None
             if await workflow_worker_polls(runs.client, execution.task_queue):
                 handle = runs.client.get_workflow_handle(execution.id)
-                status = await _status_or_none(handle, LoopWorkflow)
+                status = await _status_or_none(handle, LoopWorkflow, runs.timeouts.query)
             found.append((execution.id, status))
         return sorted(found)
 
@@ -393,16 +416,15 @@ LIST_QUERY_SECONDS = 5.0
 """How long `list --running` waits for a run's worker to answer its status."""
 
 
-async def _status_or_none(handle: Any, workflow: Any) -> dict[str, Any] | None:
-    """A run's status, or None when no worker answers (its checkout has none running)."""
-    from datetime import timedelta
-
+async def _status_or_none(handle: Any, workflow: Any, query: timedelta) -> dict[str, Any] | None:
+    """A run's status, or None when no worker answers (its checkout has none running)
+    within `LIST_QUERY_SECONDS` (or the client's query deadline, when shorter)."""
     from temporalio.client import WorkflowQueryFailedError
     from temporalio.service import RPCError
 
     try:
         status: dict[str, Any] | None = await handle.query(
-            workflow.status, rpc_timeout=timedelta(seconds=LIST_QUERY_SECONDS)
+            workflow.status, rpc_timeout=min(timedelta(seconds=LIST_QUERY_SECONDS), query)
         )
     except (RPCError, WorkflowQueryFailedError):
         return None
@@ -514,10 +536,14 @@ def worker_command(
     from little_loops.fsm.temporal.client import connect
     from little_loops.fsm.temporal.names import ServerSettings, task_queue_for
     from little_loops.fsm.temporal.presence import polls_as
+    from little_loops.fsm.temporal.timeouts import Timeouts
     from little_loops.fsm.temporal.worker import Roles, build_worker
 
     roles = Roles(workflows=workflows, activities=activities)
     settings = ServerSettings.resolve(address, namespace)
+    # Its own limit is the sticky queue's; a handoff session it spawns (`ll-loop resume`)
+    # inherits the others with its environment: a bad one is said now.
+    timeouts = Timeouts.from_env()
     queue = task_queue or task_queue_for(Path.cwd())
     # A spawned handoff session (`on_handoff: spawn`) runs `ll-loop resume <loop>`: it
     # must resume the workflow on this server.
@@ -531,7 +557,7 @@ def worker_command(
 
     async def serve() -> None:
         client = await connect(settings)
-        worker = build_worker(client, queue, roles)
+        worker = build_worker(client, queue, roles, timeouts)
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, lambda: asyncio.ensure_future(worker.shutdown()))

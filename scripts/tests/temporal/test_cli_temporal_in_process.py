@@ -3,7 +3,9 @@ a real dev server and an `ll-loop worker` process: the whole life of `hello`."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,10 +46,13 @@ def test_the_life_of_hello_through_the_temporal_commands(
     assert (code, json.loads(out)["status"]) == (0, "awaiting_continuation")
     code, out, _ = cli_in_process(capsys, "status", "hello")
     assert code == 0 and "Status: awaiting_continuation" in out
+    # The dev server is shared: other tests' runs may be listed too; this test's is its own.
+    place = f"[{os.uname().nodename}:{project.resolve()}]"
     code, out, _ = cli_in_process(capsys, "list", "--running")
-    assert code == 0 and "hello: wave (iteration 6) - awaiting_continuation [" in out
+    assert code == 0 and f"hello: wave (iteration 6) - awaiting_continuation {place}" in out
     code, out, _ = cli_in_process(capsys, "list", "--running", "--json")
-    assert code == 0 and any(run["loop_name"] == "hello" for run in json.loads(out))
+    ours = [run for run in json.loads(out) if run["workflow_id"] == _workflow_id("hello", project)]
+    assert code == 0 and [run["loop_name"] for run in ours] == ["hello"]
 
     code, out, err = cli_in_process(capsys, "run", "hello", "--detach")
     assert code == 6 and "loop 'hello' is already running on Temporal" in err
@@ -110,7 +115,7 @@ TELL = 'echo "$LL_EVENT $LL_STATUS" >> told.txt'
 
 
 def test_notify_on_temporal_tells_a_stop_and_the_end_and_resume_keeps_the_command(
-    project: Path, capsys: pytest.CaptureFixture[str]
+    project: Path, temporal_dev_server: DevServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`--notify` is told from the worker's host; like a local run's, the command given on
     the command line is kept by `resume` (here a resume after the workflow closed)."""
@@ -124,6 +129,8 @@ def test_notify_on_temporal_tells_a_stop_and_the_end_and_resume_keeps_the_comman
     assert told.read_text(encoding="utf-8") == "interrupted interrupted\n"
     code, out, _ = cli_in_process(capsys, "status", "waits", "--json")
     assert json.loads(out)["notify"] == TELL
+    # The stop is told before the workflow closes: the resume below is of the closed run.
+    wait_until(lambda: _closed(temporal_dev_server, _workflow_id("waits", project)), "a close")
 
     (project / "go").write_text("", encoding="utf-8")
     code, out, _ = cli_in_process(capsys, "resume", "waits")
@@ -132,6 +139,46 @@ def test_notify_on_temporal_tells_a_stop_and_the_end_and_resume_keeps_the_comman
     wait_until(lambda: len(told.read_text(encoding="utf-8").splitlines()) > 1, "the end")
     lines = told.read_text(encoding="utf-8").splitlines()
     assert lines == ["interrupted interrupted", "completed completed"]
+
+
+SLOW_TELL = f"sleep 3; {TELL}"
+
+
+def test_resume_right_after_stop_resumes_the_stopped_run_once_its_workflow_closed(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`stop` returns once the server has it; the workflow closes after its action was
+    killed and its end told (here a slow `--notify`). A `resume` typed right after waits
+    for that, instead of refusing a run that is "running"."""
+    write_loop(project, "waits", WAITING_LOOP)
+    code, _, _ = cli_in_process(capsys, "run", "waits", "--detach", "--notify", SLOW_TELL)
+    assert code == 0
+    wait_until(lambda: "sleep 300" in _running_actions(project), "the action to start")
+    (project / "go").write_text("", encoding="utf-8")  # the action runs again on resume
+    assert cli_in_process(capsys, "stop", "waits")[0] == 0
+
+    code, out, err = cli_in_process(capsys, "resume", "waits")
+    assert (code, err) == (0, "")
+    assert "Resuming loop 'waits' from state 'work'" in out
+    assert "Loop completed: done (1 iteration" in out
+    told = (project / "told.txt").read_text(encoding="utf-8").splitlines()
+    assert told[0] == "interrupted interrupted"  # told before the workflow closed
+
+
+def _workflow_id(loop: str, checkout: Path) -> str:
+    from little_loops.fsm.temporal.names import workflow_id_for
+
+    return workflow_id_for(loop, checkout)
+
+
+def _closed(server: DevServer, workflow_id: str) -> bool:
+    from temporalio.client import Client, WorkflowExecutionStatus
+
+    async def status() -> WorkflowExecutionStatus | None:
+        client = await Client.connect(server.address, namespace=server.namespace)
+        return (await client.get_workflow_handle(workflow_id).describe()).status
+
+    return asyncio.run(status()) != WorkflowExecutionStatus.RUNNING
 
 
 def _running_actions(project: Path) -> str:

@@ -26,6 +26,9 @@ def _status(checkout: Path, env: dict[str, str]) -> dict[str, object]:
 def test_a_worker_killed_inside_a_child_leaves_the_run_to_the_next_worker_inside_the_child(
     env: dict[str, str], workers: list[Worker], tmp_path: Path
 ) -> None:
+    # The action of the dead worker is retried once its heartbeat times out, and its next
+    # workflow task first waits for the dead worker's sticky queue (10 s): short ones.
+    env = {**env, "LL_TEMPORAL_HEARTBEAT_SECONDS": "5", "LL_TEMPORAL_STICKY_SECONDS": "2"}
     marker = f"child-{time.monotonic_ns()}"
     checkout = tmp_path / "co"
     checkout.mkdir()

@@ -64,6 +64,12 @@ def test_a_routing_change_that_runs_another_state_in_the_same_place_fails_the_re
     result = asyncio.run(replay(history, OtherStateSameSlot))
 
     assert result.replay_failure is not None
+    # Same number of actions: what tells them apart is the state in the activity id.
+    assert type(result.replay_failure).__name__ == "NondeterminismError"
+    assert (
+        "Nondeterminism error: Activity id of scheduled event '4:wave:action' does not match "
+        "activity id of activity command '4:bump:action'"
+    ) in str(result.replay_failure)
 
 
 def test_the_run_cores_changes_are_what_keeps_older_histories_replaying() -> None:

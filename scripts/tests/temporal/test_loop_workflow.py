@@ -187,7 +187,7 @@ def test_a_checkout_without_a_worker_fails_the_run_instead_of_waiting(
 ) -> None:
     checkout = checkout_with(tmp_path, "slow", SLOW_LOOP)
     runs = runs_for(time_skipping, checkout)
-    run = run_input(runs, "slow", schedule_to_start_seconds=30.0)
+    run = run_input(runs, "slow", schedule_to_start_seconds=2.0)  # waited out for real
     run.task_queue = unique("nobody-polls")  # the activities' queue has no worker
 
     async def scenario() -> RunOutcome:
@@ -198,7 +198,7 @@ def test_a_checkout_without_a_worker_fails_the_run_instead_of_waiting(
     outcome = time_skipping.run(scenario())
     assert outcome.state["status"] == "failed"
     assert outcome.state["error"] == (
-        f"no worker took the activity on task queue '{run.task_queue}' within 30s "
+        f"no worker took the activity on task queue '{run.task_queue}' within 2s "
         "(is `ll-loop worker` running in that checkout?)"
     )
 

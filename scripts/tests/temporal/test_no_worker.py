@@ -131,11 +131,18 @@ def test_ctrl_c_while_waiting_for_a_worker_leaves_the_stop_with_the_server(
     )
 
 
+QUICK_QUERIES = {"LL_TEMPORAL_QUERY_SECONDS": "5", "LL_TEMPORAL_STICKY_SECONDS": "2"}
+"""A query no worker answers fails at this deadline (30 s in production), and a run whose
+worker died waits this long for its sticky queue (10 s) before another worker takes it:
+the tests that wait for these give short ones."""
+
+
 def test_a_worker_that_died_is_said_once_its_query_times_out(
     env: dict[str, str], checkout: Path
 ) -> None:
     """The server lists a dead worker's polls for some minutes, so the status query is
-    sent: the server's answer ("no poller seen recently") is what tells."""
+    sent: its deadline, or the server's answer ("no poller seen recently"), tells."""
+    env = {**env, **QUICK_QUERIES}
     worker = Worker(checkout, env)
     try:
         assert run_cli(checkout, "run", "hello", env=env, timeout=WAIT_SECONDS).returncode == 3
@@ -161,6 +168,7 @@ states:
 def test_a_followed_run_outlives_its_worker_and_ends_on_the_next(
     env: dict[str, str], tmp_path: Path, workers: list[Worker]
 ) -> None:
+    env = {**env, **QUICK_QUERIES}
     marker = f"slow-{time.monotonic_ns()}"
     checkout = tmp_path / "slow"
     checkout.mkdir()
@@ -172,7 +180,7 @@ def test_a_followed_run_outlives_its_worker_and_ends_on_the_next(
         wait_until(lambda: processes_with(marker), "the action to start")
         (checkout / "go").write_text("", encoding="utf-8")
         first.kill()
-        # The query in flight fails once the server gives up on the dead worker (30 s).
+        # The query in flight fails at its deadline, the dead worker never answering.
         wait_until(lambda: "Waiting for a worker" in _stderr_so_far(checkout), "the notice")
         assert run.poll() is None
         workers.append(Worker(checkout, env))

@@ -53,6 +53,29 @@ def _heartbeat_recorded(env: dict[str, str], workflow_id: str) -> bool:
     return asyncio.run(ask())
 
 
+def _pending(env: dict[str, str], workflow_id: str) -> tuple[list[str], str]:
+    """What the open workflow waits for: the (type, state) of its pending activities, and
+    the state of its pending workflow task ("" when none)."""
+    from temporalio.api.enums.v1 import PendingActivityState, PendingWorkflowTaskState
+    from temporalio.client import Client
+
+    async def ask() -> tuple[list[str], str]:
+        client = await Client.connect(
+            env["LL_TEMPORAL_ADDRESS"], namespace=env["LL_TEMPORAL_NAMESPACE"]
+        )
+        raw = (await client.get_workflow_handle(workflow_id).describe()).raw_description
+        activities = [
+            f"{a.activity_type.name}: {PendingActivityState.Name(a.state)}"
+            for a in raw.pending_activities
+        ]
+        task = ""
+        if raw.HasField("pending_workflow_task"):
+            task = PendingWorkflowTaskState.Name(raw.pending_workflow_task.state)
+        return activities, task
+
+    return asyncio.run(ask())
+
+
 def _stable(state: dict[str, Any], checkout: Path) -> dict[str, Any]:
     text = json.dumps({k: v for k, v in state.items() if k not in VOLATILE})
     text = text.replace(str(checkout.resolve()), "<checkout>")
@@ -126,6 +149,9 @@ def test_a_stop_during_a_long_action_then_resume(
 def test_a_killed_workers_action_is_stopped_and_retried_on_another_worker(
     env: dict[str, str], workers: list[Worker], tmp_path: Path
 ) -> None:
+    # The dead worker's action is retried once its heartbeat times out, and the run's next
+    # workflow task first waits for the dead worker's sticky queue (10 s): short ones.
+    env = {**env, "LL_TEMPORAL_HEARTBEAT_SECONDS": "5", "LL_TEMPORAL_STICKY_SECONDS": "2"}
     marker = f"slow-{time.monotonic_ns()}"
     checkout = _checkout(tmp_path / "co", "slow", SLOW_LOOP.replace("MARKER", marker))
     first = Worker(checkout, env)
@@ -261,11 +287,14 @@ def test_a_worker_of_the_queue_may_run_only_the_workflows_or_only_the_actions(
         assert "): workflows only" in worker.output()
         return worker
 
-    # Workflows only, from another directory: the run starts, and no action runs there.
+    # Workflows only, from another directory: the run starts, and no action runs there:
+    # its activity is scheduled, and no worker of the queue takes it.
     deciding = workflows_only()
     assert run_cli(checkout, "run", "hello", "--detach", env=env).returncode == 0
     wait_until(lambda: status("hello").get("current_state") == "start", "the run to start")
-    time.sleep(3)
+    hello_id, again_id = (f"ll-loop:{name}@{queue.split('@', 1)[1]}" for name in ("hello", "again"))
+    wait_until(lambda: _pending(env, hello_id)[0], "the action's activity to be scheduled")
+    assert _pending(env, hello_id)[0] == ["ll-loop.run_action: PENDING_ACTIVITY_STATE_SCHEDULED"]
     assert not (running / "hello.logs").exists()
 
     # The checkout's worker takes the actions, and runs them in the checkout.
@@ -279,7 +308,8 @@ def test_a_worker_of_the_queue_may_run_only_the_workflows_or_only_the_actions(
     # Actions only: a run started now waits for a worker to decide its first state...
     deciding.stop()
     assert run_cli(checkout, "run", "again", "--detach", env=env).returncode == 0
-    time.sleep(3)
+    # Its first workflow task waits on the server, taken by none: no state, no activity.
+    assert _pending(env, again_id) == ([], "PENDING_WORKFLOW_TASK_STATE_SCHEDULED")
     assert not (running / "again.logs").exists()
     # ...which the next workflow worker of the queue does.
     workflows_only()

@@ -43,6 +43,7 @@ def worker_process(
     """`ll-loop worker` started in `checkout` (so on its task queue), stopped at the end.
     Its actions see the checkout's name in `LL_TEST_WORKER` (they inherit its environment)."""
     env = {**os.environ, "PYTHONPATH": str(REPO_SCRIPTS), "LL_TEST_WORKER": checkout.name}
+    env["LL_TEMPORAL_STICKY_SECONDS"] = "2"  # a run whose worker was killed goes on sooner
     argv = [sys.executable, "-m", "little_loops.cli", "worker", "--address", server.address]
     with log.open("ab") as output:
         process = subprocess.Popen(

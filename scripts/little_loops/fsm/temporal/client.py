@@ -14,7 +14,7 @@ import dataclasses
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ from little_loops.fsm.temporal.scope_registry import (
     ScopeConflict,
     ScopeRegistry,
 )
+from little_loops.fsm.temporal.timeouts import Timeouts
 from little_loops.fsm.temporal.workflow import LoopWorkflow
 
 __all__ = [
@@ -69,6 +70,8 @@ __all__ = [
 ]
 
 QUEUE_POLL_SECONDS = 2.0
+CLOSING_POLL_SECONDS = 0.2
+"""How often a client waiting for an ending workflow to close asks the server."""
 """How often a run queued behind another's scope (`--queue`) asks the registry again."""
 _ENV_REFERENCE = re.compile(r"\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\}")
 _OPEN = WorkflowExecutionStatus.RUNNING
@@ -143,12 +146,14 @@ def referenced_env(loop: Mapping[str, Any], environ: Mapping[str, str]) -> dict[
 
 @dataclass
 class LoopRuns:
-    """The runs of one checkout's loops on one Temporal server."""
+    """The runs of one checkout's loops on one Temporal server; `timeouts`: how long its
+    queries wait for a worker, and the activity limits of the runs it starts."""
 
     client: Client
     checkout: Path
     loops_dir: Path
     task_queue: str = ""
+    timeouts: Timeouts = field(default_factory=Timeouts)
 
     def __post_init__(self) -> None:
         self.task_queue = self.task_queue or task_queue_for(self.checkout)
@@ -170,8 +175,14 @@ class LoopRuns:
             env=referenced_env(loop, environ),
             scope_registry=self.scope_registry_id() if fsm.scope else None,
             dialect=fsm.dialect,
-            **options,
+            **{**self._activity_limits(), **options},
         )
+
+    def _activity_limits(self) -> dict[str, float]:
+        return {
+            "schedule_to_start_seconds": self.timeouts.schedule_to_start_seconds,
+            "heartbeat_seconds": self.timeouts.heartbeat_seconds,
+        }
 
     # -- scope (`scope_registry`) --------------------------------------------------------
 
@@ -228,7 +239,9 @@ class LoopRuns:
         """What the checkout's registry holds now (none when it never ran)."""
         registry = self.client.get_workflow_handle_for(ScopeRegistry.run, self.scope_registry_id())
         try:
-            claims: list[ScopeClaim] = await registry.query(ScopeRegistry.claims)
+            claims: list[ScopeClaim] = await registry.query(
+                ScopeRegistry.claims, rpc_timeout=self.timeouts.query
+            )
         except RPCError as exc:
             if exc.status == RPCStatusCode.NOT_FOUND:
                 return []
@@ -293,6 +306,23 @@ class LoopRuns:
         described = await self.describe(loop_name)
         return described is not None and described.status == _OPEN
 
+    async def stop_requested(self, loop_name: str) -> bool:
+        """Whether the loop's workflow is open with a stop (cancellation) asked of it: it
+        is ending (its action being killed, its end being told) and closes soon."""
+        described = await self.describe(loop_name)
+        if described is None or described.status != _OPEN:
+            return False
+        return bool(described.raw_description.workflow_extended_info.cancel_requested)
+
+    async def until_closed(self, loop_name: str, seconds: float) -> bool:
+        """Wait until the loop's workflow is closed, at most `seconds`; whether it is."""
+        deadline = asyncio.get_running_loop().time() + seconds
+        while await self.is_open(loop_name):
+            if asyncio.get_running_loop().time() >= deadline:
+                return False
+            await asyncio.sleep(CLOSING_POLL_SECONDS)
+        return True
+
     async def status(self, loop_name: str) -> dict[str, Any] | None:
         """The state-file fields of the latest run (None: no run of this loop here).
         An open run that no worker answers for raises `NoWorkflowWorkerError`."""
@@ -312,7 +342,7 @@ class LoopRuns:
         if not await self.workflow_worker_polls():
             raise NoWorkflowWorkerError(self.task_queue)
         try:
-            return await self.handle(loop_name).query(query, *args)
+            return await self.handle(loop_name).query(query, *args, rpc_timeout=self.timeouts.query)
         except RPCError as exc:
             if is_unanswered(exc):
                 raise NoWorkflowWorkerError(self.task_queue) from None

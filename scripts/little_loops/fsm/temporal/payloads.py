@@ -19,6 +19,10 @@ from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.model.run_choices import RunChoices
 from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.signal_detector import DetectedSignal
+from little_loops.fsm.temporal.timeouts import (
+    DEFAULT_HEARTBEAT_SECONDS,
+    DEFAULT_SCHEDULE_TO_START_SECONDS,
+)
 
 __all__ = [
     "ActionInput",
@@ -98,8 +102,8 @@ class RunInput:
     carry: Carry | None = None
     resume: ResumeSignal | None = None
     continue_as_new_every: int = 200
-    schedule_to_start_seconds: float = 300.0
-    heartbeat_seconds: float = 10.0
+    schedule_to_start_seconds: float = DEFAULT_SCHEDULE_TO_START_SECONDS  # `timeouts`
+    heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
     keep_logs: bool = True
     # `run --max-cost` / `--notify` ("": none), kept in the state for a resume to keep, as
     # the local state file keeps them (None: not given; the loop file's hold).

@@ -26,6 +26,7 @@ from little_loops.fsm.temporal.presence import (
     is_unanswered,
     wait_for_workflow_worker,
 )
+from little_loops.fsm.temporal.timeouts import Timeouts
 from little_loops.fsm.temporal.workflow import LoopWorkflow
 
 FOLLOW_POLL_SECONDS = 0.2
@@ -39,6 +40,7 @@ class FollowedRuns(Protocol):
 
     client: Client
     task_queue: str
+    timeouts: Timeouts
 
     def handle(self, loop_name: str) -> WorkflowHandle[Any, Any]: ...
 
@@ -146,17 +148,19 @@ class RunFollower:
         if since >= ended.carry.event_offset or not await self.runs.workflow_worker_polls():
             return
         with contextlib.suppress(RPCError):
-            await self._deliver(handle, since, on_event, rpc_timeout=ENDED_QUERY_TIMEOUT)
+            limit = min(ENDED_QUERY_TIMEOUT, self.runs.timeouts.query)
+            await self._deliver(handle, since, on_event, rpc_timeout=limit)
 
-    @staticmethod
     async def _deliver(
+        self,
         handle: WorkflowHandle[Any, Any],
         since: int,
         on_event: Callable[[dict[str, Any]], None],
         *,
         rpc_timeout: timedelta | None = None,
     ) -> int:
-        page = await handle.query(LoopWorkflow.events, since, rpc_timeout=rpc_timeout)
+        limit = rpc_timeout or self.runs.timeouts.query
+        page = await handle.query(LoopWorkflow.events, since, rpc_timeout=limit)
         for event in page.events:
             on_event(event)
         return page.first + len(page.events)
@@ -168,7 +172,9 @@ class RunFollower:
         one (failed, terminated) never will: that is an error (`LoopRuns.ended`). Not waiting on
         the result itself keeps a time-skipping test server's clock as it was.
         """
-        outcome: RunOutcome | None = await self.runs.handle(loop_name).query(LoopWorkflow.outcome)
+        outcome: RunOutcome | None = await self.runs.handle(loop_name).query(
+            LoopWorkflow.outcome, rpc_timeout=self.runs.timeouts.query
+        )
         return outcome if outcome is not None else await self.runs.ended(loop_name)
 
 

@@ -20,6 +20,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from little_loops.fsm.temporal.activities import ACTIVITIES
 from little_loops.fsm.temporal.child_workflow import ChildLoopWorkflow
 from little_loops.fsm.temporal.scope_registry import ScopeRegistry
+from little_loops.fsm.temporal.timeouts import Timeouts
 from little_loops.fsm.temporal.workflow import LoopWorkflow
 from little_loops.fsm.temporal.worktree_activities import WORKTREE_ACTIVITIES
 
@@ -63,11 +64,15 @@ class Roles:
         return "workflows only" if self.workflows else "activities only"
 
 
-def build_worker(client: Client, task_queue: str, roles: Roles | None = None) -> Worker:
+def build_worker(
+    client: Client, task_queue: str, roles: Roles | None = None, timeouts: Timeouts | None = None
+) -> Worker:
     """A worker for `task_queue` with the loop workflow (and its sub-loops' child
-    workflow) and the checkout's scope registry, the loop's activities, or both
-    (`roles`, default both)."""
+    workflow) and the checkout's scope registry, the loop's activities, or both (`roles`,
+    default both); of `timeouts` it uses the sticky queue's
+    (`timeouts.Timeouts.sticky_seconds`)."""
     roles = roles or Roles()
+    timeouts = timeouts or Timeouts()
     workflows = [LoopWorkflow, ChildLoopWorkflow, ScopeRegistry]
     return Worker(
         client,
@@ -77,4 +82,5 @@ def build_worker(client: Client, task_queue: str, roles: Roles | None = None) ->
         workflow_runner=workflow_runner(),
         max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+        sticky_queue_schedule_to_start_timeout=timeouts.sticky,
     )
