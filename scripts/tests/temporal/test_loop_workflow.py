@@ -133,11 +133,11 @@ def test_a_stop_during_a_long_action_kills_it_and_a_resume_runs_the_state_again(
     assert log.read_text(encoding="utf-8") == "done\n"
 
 
-# 500 states without an action: the run is all workflow code and history.
+# 150 states without an action: the run is all workflow code and history.
 TICKS_LOOP = """\
 name: ticks
 initial: tick
-max_iterations: 500
+max_iterations: 150
 states:
   tick:
     evaluate:
@@ -164,7 +164,7 @@ def test_a_long_run_continues_as_new_and_keeps_counting(
     async def scenario() -> tuple[RunOutcome, list[dict[str, Any]], int]:
         seen: list[dict[str, Any]] = []
         async with build_worker(runs.client, runs.task_queue):
-            handle = await runs.start(run_input(runs, "ticks", continue_as_new_every=100))
+            handle = await runs.start(run_input(runs, "ticks", continue_as_new_every=50))
             outcome = await asyncio.wait_for(runs.follow("ticks", seen.append), WAIT_SECONDS)
             description = await handle.describe()
             return outcome, seen, description.run_id != handle.first_execution_run_id
@@ -173,13 +173,13 @@ def test_a_long_run_continues_as_new_and_keeps_counting(
     assert continued  # the run that ended is not the one that started
     assert (outcome.result["terminated_by"], outcome.result["iterations"]) == (
         "max_iterations",
-        500,
+        150,
     )
     kinds = [event["event"] for event in seen]
-    assert kinds.count("state_enter") == 500
+    assert kinds.count("state_enter") == 150
     assert kinds.count("loop_start") == 1 and kinds.count("loop_complete") == 1
     entered = [event["iteration"] for event in seen if event["event"] == "state_enter"]
-    assert entered == list(range(1, 501))
+    assert entered == list(range(1, 151))
 
 
 def test_a_checkout_without_a_worker_fails_the_run_instead_of_waiting(

@@ -29,8 +29,18 @@ def unique(prefix: str) -> str:
 
 
 def runs_for(time_skipping: TimeSkipping, checkout: Path) -> LoopRuns:
-    """The runs of `checkout` on a task queue of their own."""
-    return LoopRuns(time_skipping.client, checkout, checkout / ".loops", unique("queue"))
+    """The runs of `checkout` on a task queue of their own. Queries give up after 10 s, not
+    30: on the time-skipping server a query that reaches a run as it continues as new
+    waits out its whole deadline (a 150-state run took 30 s, 10 s with this)."""
+    from little_loops.fsm.temporal.timeouts import Timeouts
+
+    return LoopRuns(
+        time_skipping.client,
+        checkout,
+        checkout / ".loops",
+        unique("queue"),
+        timeouts=Timeouts(query_seconds=10),
+    )
 
 
 def run_input(runs: LoopRuns, name: str, **options: Any) -> RunInput:
