@@ -85,3 +85,17 @@ def test_runs_since_lists_the_runs_under_way_then(tmp_path: Path) -> None:
     since = run_cli(tmp_path, "history", "two", "--runs", "--json", "--since", "2025-06-01")
     assert [run["run"] for run in json.loads(every.stdout)] == [1, 2]
     assert [run["run"] for run in json.loads(since.stdout)] == [2]
+
+
+def test_an_event_name_the_run_never_wrote_is_an_error_naming_those_it_did(
+    tmp_path: Path,
+) -> None:
+    """Issue 23 item 14: `--event evalute` (a typo) printed `No events match`."""
+    write_loop(tmp_path, "two", TWO)
+    run_cli(tmp_path, "run", "two")
+    done = run_cli(tmp_path, "history", "two", "--event", "evalute")
+    assert (done.returncode, normalize(done.stderr)) == (
+        1,
+        "[T] --event evalute: no such event in this run (its events: action_complete, "
+        "action_start, loop_complete, loop_start, route, state_enter)\n",
+    )

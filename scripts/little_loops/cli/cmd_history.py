@@ -54,7 +54,7 @@ def history_command(
         events_file = chosen.events_file
     query = query or EventFilter()
     events = _read(events_file, tail, output, query)
-    unknown = _unknown_state(loop_arg, query.state, events)
+    unknown = _unknown_state(loop_arg, query.state, events) or _unknown_events(query, events)
     if unknown is not None:
         Logger().error(unknown)
         return FAILED
@@ -65,6 +65,17 @@ def history_command(
         return FAILED
     print_events(events, tail, output, query)
     return OK
+
+
+def _unknown_events(query: EventFilter, events: list[dict[str, Any]]) -> str | None:
+    """`--event` naming no event of the run: what to say, with the names it has."""
+    if not query.events or not events:
+        return None
+    names = sorted({str(event.get("event")) for event in events})
+    if any(name in names for name in query.events):
+        return None
+    asked = ", ".join(query.events)
+    return f"--event {asked}: no such event in this run (its events: {', '.join(names)})"
 
 
 def _unknown_state(loop_arg: str, state: str | None, events: list[dict[str, Any]]) -> str | None:
