@@ -99,3 +99,24 @@ def test_an_event_name_the_run_never_wrote_is_an_error_naming_those_it_did(
         "[T] --event evalute: no such event in this run (its events: action_complete, "
         "action_start, loop_complete, loop_start, route, state_enter)\n",
     )
+
+
+def test_lines_stay_in_time_order_after_a_usage_limit_wait() -> None:
+    """Issue 23 item 14: the visit's line took its start's time, so after a three-hour
+    wait it came after the wait's lines with an earlier time."""
+    from little_loops.cli.history_lines import readable_lines
+
+    def at(clock: str, **event: object) -> dict[str, object]:
+        return {"ts": f"2026-01-01T{clock}+00:00", **event}
+
+    events = [
+        at("10:00:00", event="state_enter", state="work", iteration=1),
+        at("10:00:00", event="action_start", action="/ll:work"),
+        at("10:00:01", event="limit_wait", state="work", wait_seconds=10800),
+        at("13:00:01", event="limit_wait_end", state="work", waited_seconds=10800),
+        at("13:00:05", event="action_complete", exit_code=0),
+        at("13:00:05", event="evaluate", verdict="success"),
+        at("13:00:05", event="route", **{"from": "work", "to": "done"}),
+    ]
+    times = [line.split(" ")[1] for line in readable_lines(events, lambda _: True, fold=True)]
+    assert times == sorted(times) == ["10:00:01", "13:00:01", "13:00:05"]

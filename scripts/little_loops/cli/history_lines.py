@@ -54,6 +54,13 @@ class _Visit:
     verdict: str | None = None
     error: str | None = None
     state: str | None = None
+    lines_before: int = 0  # lines printed before the visit began
+    interrupted: bool = False  # other lines were printed during it
+
+    @property
+    def shown_at(self) -> datetime | None:
+        """The time its line shows: its start, unless other lines came during it."""
+        return None if self.interrupted else self.entered
 
     def note(self, event: dict[str, Any]) -> None:
         for key in COST_KEYS:
@@ -92,12 +99,16 @@ def readable_lines(
         kind = event.get("event")
         depth = _depth(event)
         if kind == "state_enter":
-            visits[depth] = _Visit(entered=event_moment(event), state=str(event.get("state")))
+            entered = event_moment(event)
+            visits[depth] = _Visit(entered, state=str(event.get("state")), lines_before=len(lines))
         visit = visits.setdefault(depth, _Visit())
         visit.note(event)
         if not keep(index) or (fold and (kind in FOLDED or _restart_of_resume(events, index))):
             continue
         if kind == "route":
+            # Lines printed during the visit (a usage-limit wait, a sub-loop's) came after
+            # its start: the visit's line then takes its end's time, to keep time order.
+            visit.interrupted = len(lines) > visit.lines_before
             lines.append(_route_line(event, visit))
         else:
             lines.append(_event_line(event, visit.state if kind in _OF_A_STATE else None))
@@ -153,8 +164,9 @@ def _route_line(event: dict[str, Any], visit: _Visit) -> str:
     said = f" - {shorten(visit.error, REASON_WIDTH)}" if verdict == "error" and visit.error else ""
     stalled = " (stalled)" if reason == "stalled" else ""
     started = visit.entered or event_moment(event)
+    shown = visit.shown_at or event_moment(event)
     return (
-        f"{clock_time(started)} {_pad(event)}{left}  {mark} {verdict}{said} -> {to}{stalled}"
+        f"{clock_time(shown)} {_pad(event)}{left}  {mark} {verdict}{said} -> {to}{stalled}"
         f"  ({_took(started, event_moment(event), visit)})"
     )
 
@@ -164,8 +176,9 @@ def _next_line(event: dict[str, Any], visit: _Visit) -> str:
     route ignored (`a  ! exit code 127: ... -> b (next)`)."""
     failed = f"! {shorten(visit.error, REASON_WIDTH)} " if visit.error else ""
     started = visit.entered or event_moment(event)
+    shown = clock_time(visit.shown_at or event_moment(event))
     return (
-        f"{clock_time(started)} {_pad(event)}{event.get('from', '?')}  {failed}"
+        f"{shown} {_pad(event)}{event.get('from', '?')}  {failed}"
         f"-> {event.get('to', '?')} (next)  ({_took(started, event_moment(event), visit)})"
     )
 
