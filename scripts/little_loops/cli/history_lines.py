@@ -94,7 +94,7 @@ def readable_lines(
 ) -> list[str]:
     """The lines for the events whose index `keep` accepts (`fold`: the default view)."""
     visits: dict[int, _Visit] = {}  # per sub-loop depth: a `loop:` state spans its child
-    lines = []
+    lines: list[str] = []
     for index, event in enumerate(events):
         kind = event.get("event")
         depth = _depth(event)
