@@ -275,3 +275,43 @@ def test_a_follower_of_an_ended_run_returns_at_once_and_gets_its_events_from_a_w
     assert live == ["action_start", "action_complete", "route", "loop_complete"]
     assert gone == []
     assert seconds < ENDED_FOLLOW_SECONDS
+
+
+def test_a_stopped_worker_of_this_host_is_known_gone_at_once(
+    env: dict[str, str], checkout: Path
+) -> None:
+    """Issue 23 item 9: the server lists a stopped worker's polls for minutes, so `status`
+    and `run` waited out a 30 s query before saying no worker answers. A poller of this
+    host whose process is gone does not count: said at once, with a query deadline far
+    longer than the command is given."""
+    env = {**env, "LL_TEMPORAL_QUERY_SECONDS": "120"}
+    worker = Worker(checkout, env)
+    try:
+        assert run_cli(checkout, "run", "hello", env=env, timeout=WAIT_SECONDS).returncode == 3
+    finally:
+        worker.stop()
+    asked = run_cli(checkout, "status", "hello", env=env, timeout=20)
+    assert (asked.returncode, asked.stdout) == (1, "")
+    assert normalize(asked.stderr).splitlines() == [_no_worker_line(checkout)]
+
+
+def test_a_worker_that_polls_but_does_not_answer_is_said_so(
+    env: dict[str, str], checkout: Path
+) -> None:
+    """Issue 23 item 9: a worker that polls the queue but does not take the run (here
+    paused with SIGSTOP) is not "no worker runs"."""
+    env = {**env, **QUICK_QUERIES}
+    worker = Worker(checkout, env)
+    try:
+        assert run_cli(checkout, "run", "hello", env=env, timeout=WAIT_SECONDS).returncode == 3
+        os.killpg(worker.process.pid, signal.SIGSTOP)
+        asked = run_cli(checkout, "status", "hello", env=env, timeout=WAIT_SECONDS)
+    finally:
+        os.killpg(worker.process.pid, signal.SIGCONT)
+        worker.stop()
+    assert (asked.returncode, asked.stdout) == (1, "")
+    assert normalize(asked.stderr).splitlines() == [
+        f"[T] a worker polls the workflows of task queue '{_queue(checkout)}' but did not "
+        "answer for this run in time (busy, paused, or not given the run yet); ask again in "
+        "a moment"
+    ]

@@ -345,7 +345,8 @@ class LoopRuns:
             return await self.handle(loop_name).query(query, *args, rpc_timeout=self.timeouts.query)
         except RPCError as exc:
             if is_unanswered(exc):
-                raise NoWorkflowWorkerError(self.task_queue) from None
+                polling = await self.workflow_worker_polls()
+                raise NoWorkflowWorkerError(self.task_queue, polling=polling) from None
             raise
 
     async def workflow_worker_polls(self) -> bool:

@@ -10,6 +10,8 @@ line, and a run being followed waits for one instead of failing.
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 from collections.abc import Callable
 
 from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
@@ -35,14 +37,25 @@ WORKER_POLL_SECONDS = 1.0
 
 
 class NoWorkflowWorkerError(LoopError):
-    """No worker runs the workflows of the run's task queue (exit 1, one line)."""
+    """No worker runs the workflows of the run's task queue (exit 1, one line); with
+    `polling`, one polls the queue but did not answer for this run in time (busy, paused,
+    or not yet given the run: issue 23 item 9)."""
 
-    def __init__(self, task_queue: str) -> None:
-        super().__init__(
-            f"no worker runs the workflows of task queue '{task_queue}' (start `ll-loop "
-            "worker` in that checkout); the run waits on the server until one does"
-        )
+    def __init__(self, task_queue: str, *, polling: bool = False) -> None:
+        if polling:
+            said = (
+                f"a worker polls the workflows of task queue '{task_queue}' but did not "
+                "answer for this run in time (busy, paused, or not given the run yet); "
+                "ask again in a moment"
+            )
+        else:
+            said = (
+                f"no worker runs the workflows of task queue '{task_queue}' (start `ll-loop "
+                "worker` in that checkout); the run waits on the server until one does"
+            )
+        super().__init__(said)
         self.task_queue = task_queue
+        self.polling = polling
 
 
 def stop_pending(loop_name: str, task_queue: str, workflow_id: str | None = None) -> str:
@@ -72,8 +85,9 @@ def is_unanswered(exc: RPCError) -> bool:
 
 async def workflow_worker_polls(client: Client, task_queue: str) -> bool:
     """Whether a worker has polled `task_queue` for workflow tasks lately (the server
-    forgets a poller some minutes after its last poll, so a worker that died just now
-    still counts: its queries then time out, see `is_unanswered`). A server that cannot
+    forgets a poller some minutes after its last poll; a worker of this host that has
+    stopped does not count, one of another host that died just now still does: its
+    queries then time out, see `is_unanswered`). A server that cannot
     tell (the time-skipping test server does not implement the call; a role may not be
     allowed it) counts as having one: the queries' time limits still hold."""
     pollers = await _pollers(client, task_queue, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)
@@ -108,7 +122,24 @@ async def _pollers(
         if exc.status in (RPCStatusCode.UNIMPLEMENTED, RPCStatusCode.PERMISSION_DENIED):
             return None
         raise
-    return {poller.identity for poller in response.pollers}
+    return {poller.identity for poller in response.pollers if not _gone(poller.identity)}
+
+
+def _gone(identity: str) -> bool:
+    """Whether the poller `identity` (the SDK's `<pid>@<host>`) was a process on this host
+    that is no longer there. The server keeps listing a stopped worker's polls for some
+    minutes; on its own host we know at once (issue 23 item 9). Another host's poller, or
+    an identity of another form, counts as there."""
+    pid, at, host = identity.partition("@")
+    if not at or host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # another user's process: alive
+    return False
 
 
 async def wait_for_workflow_worker(
