@@ -83,9 +83,6 @@ def _workflow_open(marker: TemporalMarker) -> bool:
     except ImportError:
         write_error_line(_unchecked(marker, "temporalio is not installed"))
         return False
-    from little_loops.cli import temporal_engine
-
-    temporal_engine.used = True  # its client may crash at exit (see `exit_now`)
     try:
         return workflow_is_open(marker.address, marker.namespace, marker.workflow_id)
     except Exception as exc:  # any failure to ask: said, not fatal

@@ -26,7 +26,9 @@ async def _is_open(address: str, namespace: str, workflow_id: str) -> bool:
     try:
         client = await Client.connect(address, namespace=namespace)
     except RuntimeError as exc:
-        raise ConnectionError(f"cannot reach {address}: {str(exc)[:120]}") from None
+        from little_loops.fsm.temporal.client import connect_problem
+
+        raise ConnectionError(connect_problem(str(exc))) from None
     try:
         described = await client.get_workflow_handle(workflow_id).describe()
     except RPCError as exc:
