@@ -81,8 +81,11 @@ class GroupLedger:
             "groups": [group.to_dict() for group in self._groups.values()],
         }
         temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(record) + "\n", encoding="utf-8")
-        os.replace(temporary, self.path)
+        try:  # a ledger that cannot be written never fails an action
+            temporary.write_text(json.dumps(record) + "\n", encoding="utf-8")
+            os.replace(temporary, self.path)
+        except OSError:
+            pass
 
 
 def start_watchdog(ledger: Path) -> subprocess.Popen[bytes]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from little_loops.fsm.store.locking import run_files_error
 from little_loops.fsm.store.state_files import now_iso, write_file_atomically
 
 __all__ = ["MARKER_SUFFIX", "TemporalMarker", "read_markers", "remove_marker", "write_marker"]
@@ -71,9 +72,13 @@ def marker_path(running_dir: Path, loop_name: str) -> Path:
 
 
 def write_marker(running_dir: Path, marker: TemporalMarker) -> None:
-    running_dir.mkdir(parents=True, exist_ok=True)
+    """Write the loop's marker; `RunFilesError` (one line) when `.running/` is unusable."""
     text = json.dumps(marker.to_dict()) + "\n"
-    write_file_atomically(marker_path(running_dir, marker.loop), text)
+    try:
+        running_dir.mkdir(parents=True, exist_ok=True)
+        write_file_atomically(marker_path(running_dir, marker.loop), text)
+    except OSError as exc:
+        raise run_files_error(running_dir, exc) from None
 
 
 def remove_marker(running_dir: Path, loop_name: str, workflow_id: str | None = None) -> None:
