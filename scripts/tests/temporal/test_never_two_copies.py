@@ -315,3 +315,33 @@ def test_a_worker_sweeps_the_groups_a_dead_worker_left_when_its_watchdog_died_to
         in worker.output()
     )
     assert not (ledgers / f"{socket.gethostname()}-{dead.pid}.json").exists()
+
+
+SERVED_THEN_WAITS = """\
+name: waits
+initial: serve
+states:
+  serve:
+    action: >-
+      python3 -m http.server {port} --bind 127.0.0.1 >/dev/null 2>&1 &
+      echo $! > server.pid
+    next: wait
+  wait:
+    action: "echo $$ > attempts; sleep 120"
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_a_background_server_on_temporal_is_stopped_when_the_run_is_stopped(
+    env: dict[str, str], checkout: Path, workers: list[Worker]
+) -> None:
+    write_loop(checkout, "waits", SERVED_THEN_WAITS.format(port=free_port()))
+    workers.append(Worker(checkout, env))
+    assert run_cli(checkout, "run", "waits", "--detach", env=env).returncode == 0
+    wait_until(lambda: pids(checkout / "attempts"), "the second state")
+    [server] = pids(checkout / "server.pid")
+    assert alive(server)  # the first state's action has ended; its server runs on
+    assert run_cli(checkout, "stop", "waits", env=env).returncode == 0
+    assert wait_gone(server), "the server outlived its stopped run"
