@@ -345,3 +345,40 @@ def test_a_background_server_on_temporal_is_stopped_when_the_run_is_stopped(
     assert alive(server)  # the first state's action has ended; its server runs on
     assert run_cli(checkout, "stop", "waits", env=env).returncode == 0
     assert wait_gone(server), "the server outlived its stopped run"
+
+
+SERVED_THEN_PAUSES = """\
+name: pauses
+initial: serve
+states:
+  serve:
+    action: >-
+      python3 -m http.server {port} --bind 127.0.0.1 >/dev/null 2>&1 &
+      echo $! > server.pid
+    next: hand
+  hand:  # pauses only while the server answers
+    action: |
+      python3 -c "import time, urllib.request
+      for _ in range(100):
+          try:
+              urllib.request.urlopen('http://127.0.0.1:{port}/', timeout=1); break
+          except OSError:
+              time.sleep(0.1)
+      else:
+          raise SystemExit(1)
+      print('CONTEXT_HANDOFF: carry on')"
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_a_background_server_on_temporal_is_stopped_when_the_run_pauses_for_a_handoff(
+    env: dict[str, str], checkout: Path, workers: list[Worker]
+) -> None:
+    write_loop(checkout, "pauses", SERVED_THEN_PAUSES.format(port=free_port()))
+    workers.append(Worker(checkout, env))
+    paused = run_cli(checkout, "run", "pauses", "--quiet", env=env, timeout=120)
+    assert paused.returncode == 3, paused.stderr  # paused for a handoff
+    [server] = pids(checkout / "server.pid")
+    assert wait_gone(server), "the server outlived its paused run"
