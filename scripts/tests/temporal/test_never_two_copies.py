@@ -381,4 +381,8 @@ def test_a_background_server_on_temporal_is_stopped_when_the_run_pauses_for_a_ha
     paused = run_cli(checkout, "run", "pauses", "--quiet", env=env, timeout=120)
     assert paused.returncode == 3, paused.stderr  # paused for a handoff
     [server] = pids(checkout / "server.pid")
-    assert wait_gone(server), "the server outlived its paused run"
+    try:
+        assert wait_gone(server), "the server outlived its paused run"
+    finally:  # no paused workflow left open on the shared server
+        run_cli(checkout, "stop", "pauses", env=env)
+        wait_until(lambda: _workflow_closed(checkout, env, "pauses"), "the paused run to stop")
