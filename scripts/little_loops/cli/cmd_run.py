@@ -23,6 +23,7 @@ from little_loops.cli.background import log_path_for, refuse_unresumable, start_
 from little_loops.cli.cap_text import cap_line
 from little_loops.cli.context_check import unused_context_warnings
 from little_loops.cli.context_option import saved_context_overrides
+from little_loops.cli.cross_engine import refuse_if_on_temporal
 from little_loops.cli.display import ProgressDisplay
 from little_loops.cli.exit_codes import FAILED, OK, USAGE
 from little_loops.cli.live_line import ticking
@@ -219,15 +220,22 @@ def _take_lock(
 
     While it waits, SIGTERM (`ll-loop stop`) gives up as Ctrl-C does: exit 130.
     """
+    running_dir = LOOPS_DIR / RUNNING_DIR
     with shutdown_on_signals(_give_up):
-        return acquire_loop_lock(
-            LOOPS_DIR / RUNNING_DIR,
+        lock = acquire_loop_lock(
+            running_dir,
             fsm.name,
             fsm.scope if check_scope else (),
             wait_for_lock=wait,
             queue=options.queue,
             on_wait=Logger(quiet=options.quiet).warning,
         )
+    try:  # the lock first, then the markers: see `cross_engine`
+        refuse_if_on_temporal(running_dir, fsm.name, fsm.scope if check_scope else ())
+    except BaseException:
+        lock.release()
+        raise
+    return lock
 
 
 def _give_up() -> None:

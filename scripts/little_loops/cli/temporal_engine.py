@@ -117,6 +117,7 @@ def run_temporal(loop_arg: str, options: RunOptions, *, detach: bool = False) ->
             notify_override=settings.notify,
             choices=settings.choices,
         )
+        _mark_and_check_local(runs, fsm)
         await _claim_scope(runs, fsm, options)
         await _start_claimed(runs, fsm, run)
         if detach:
@@ -135,6 +136,10 @@ def resume_temporal(loop_arg: str, options: RunOptions, *, prompt: str | None = 
 
     async def resume(runs: LoopRuns) -> int:
         from little_loops.cli.cmd_run import resume_header
+        from little_loops.cli.cross_engine import refuse_if_local
+
+        # Said first: the loop runs here, whatever the server has of it.
+        refuse_if_local(LOOPS_DIR / RUNNING_DIR, name, loaded.scope, runs.checkout.resolve())
 
         saved = _saved_state(await _status_once_closed(runs, name))  # as it was before the resume
         if await runs.is_open(name):
@@ -183,6 +188,7 @@ async def _resume_open(
         )
     settings, fsm = _resumable(loaded, state, options)
     page = await runs.ask(fsm.name, LoopWorkflow.events, 1 << 62)
+    _mark_and_check_local(runs, fsm)
     await _claim_scope(runs, fsm, options)
     await runs.resume(fsm.name, _resume_signal(settings, prompt))
     return int(page.total), fsm
@@ -207,6 +213,7 @@ async def _resume_closed(
         choices=settings.choices,
         resume=_resume_signal(settings, prompt),
     )
+    _mark_and_check_local(runs, fsm)
     await _claim_scope(runs, fsm, options)
     await _start_claimed(runs, fsm, run)
     return outcome.carry.event_offset, fsm
@@ -237,6 +244,44 @@ def _resume_signal(settings: RunSettings, prompt: str | None) -> ResumeSignal:
         max_cost_usd=settings.max_cost_usd,
         notify=settings.notify,
     )
+
+
+def _mark_and_check_local(runs: LoopRuns, fsm: FSMLoop) -> None:
+    """Say in `.loops/.running/` that the loop runs on Temporal, then refuse (exit 6)
+    while a local run holds the loop's lock or a scope it overlaps (`cross_engine`)."""
+    from little_loops.cli.cross_engine import refuse_if_local
+    from little_loops.fsm.store.locking import LoopBusyError, normalise_scope
+    from little_loops.fsm.store.temporal_markers import (
+        TemporalMarker,
+        read_markers,
+        remove_marker,
+        write_marker,
+    )
+    from little_loops.fsm.temporal.names import ServerSettings
+
+    running_dir = LOOPS_DIR / RUNNING_DIR
+    base = runs.checkout.resolve()
+    server = ServerSettings.resolve()
+    workflow_id = runs.workflow_id(fsm.name)
+    scope = tuple(normalise_scope(fsm.scope, base=base))
+    had_marker = bool(read_markers(running_dir, [fsm.name]))
+    marker = TemporalMarker(fsm.name, workflow_id, server.address, server.namespace, scope)
+    write_marker(running_dir, marker)
+    try:
+        refuse_if_local(running_dir, fsm.name, fsm.scope, base)
+    except LoopBusyError:
+        if not had_marker:
+            remove_marker(running_dir, fsm.name, workflow_id)
+        raise
+
+
+async def _unmark_if_closed(runs: LoopRuns, name: str) -> None:
+    """The run ended (not paused): local runs of the loop may start again."""
+    from little_loops.fsm.store.temporal_markers import remove_marker
+
+    with contextlib.suppress(Exception):
+        if not await runs.is_open(name):
+            remove_marker(LOOPS_DIR / RUNNING_DIR, name, runs.workflow_id(name))
 
 
 async def _claim_scope(runs: LoopRuns, fsm: Any, options: RunOptions) -> None:
@@ -301,6 +346,7 @@ async def _follow_and_report(
         await asyncio.gather(*stops)  # the server has the stop: it holds for the next worker
         logger.warning(stop_pending(fsm.name, runs.task_queue))
         return INTERRUPTED
+    await _unmark_if_closed(runs, fsm.name)
     result = ExecutionResult(**outcome.result)
     # The summary's "Resume with: ll-loop resume ..." must reach this engine again.
     same_engine = (
@@ -535,9 +581,9 @@ def worker_command(
     used = True
     from little_loops.fsm.temporal.client import connect
     from little_loops.fsm.temporal.names import ServerSettings, task_queue_for
-    from little_loops.fsm.temporal.presence import polls_as
     from little_loops.fsm.temporal.timeouts import Timeouts
     from little_loops.fsm.temporal.worker import Roles, build_worker
+    from little_loops.fsm.temporal.worker_groups import worker_groups
 
     roles = Roles(workflows=workflows, activities=activities)
     settings = ServerSettings.resolve(address, namespace)
@@ -561,18 +607,30 @@ def worker_command(
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, lambda: asyncio.ensure_future(worker.shutdown()))
-        running = asyncio.ensure_future(worker.run())
-        # Said once the server has the worker's first poll: from then on a run started
-        # in the checkout finds it (a script may wait for this line).
-        while not running.done() and not await polls_as(client, queue, workflows=roles.workflows):
-            await asyncio.sleep(0.05)
-        if not running.done():
-            Logger().success(
-                f"Worker for task queue {queue} on {settings.address} "
-                f"(namespace {settings.namespace}): {roles.describe()}"
-            )
-            sys.stdout.flush()
-        await running
+        if not roles.activities:  # runs no action: has none to keep or stop
+            await _serve(worker, client, queue, settings, roles)
+            return
+        running_dir = Path.cwd() / LOOPS_DIR / RUNNING_DIR
+        async with worker_groups(client, running_dir, Logger().warning):
+            await _serve(worker, client, queue, settings, roles)
 
     asyncio.run(serve())
     return OK
+
+
+async def _serve(worker: Any, client: Any, queue: str, settings: Any, roles: Any) -> None:
+    """Run the worker; say so once the server has its first poll."""
+    from little_loops.fsm.temporal.presence import polls_as
+
+    running = asyncio.ensure_future(worker.run())
+    # Said once the server has the worker's first poll: from then on a run started
+    # in the checkout finds it (a script may wait for this line).
+    while not running.done() and not await polls_as(client, queue, workflows=roles.workflows):
+        await asyncio.sleep(0.05)
+    if not running.done():
+        Logger().success(
+            f"Worker for task queue {queue} on {settings.address} "
+            f"(namespace {settings.namespace}): {roles.describe()}"
+        )
+        sys.stdout.flush()
+    await running

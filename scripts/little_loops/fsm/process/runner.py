@@ -272,6 +272,9 @@ class DefaultActionRunner:
         # Told the group of an action that has run `GROUP_NOTICE_SECONDS` (e.g. to record
         # it in the state, so a later process finds what a runner that died left running).
         self.on_group_running: Callable[[ActionGroup], None] | None = None
+        # A Temporal worker's ledger must know the group at once: its watchdog stops it
+        # should the worker be killed the next moment (`group_watchdog`).
+        self.group_notice_seconds = GROUP_NOTICE_SECONDS
 
     def run(
         self,
@@ -323,7 +326,7 @@ class DefaultActionRunner:
             self._cancel_running(running)
         try:
             running.notice = self.on_group_running
-            running.notice_at = started + GROUP_NOTICE_SECONDS
+            running.notice_at = started + self.group_notice_seconds
             readers = OutputReaders(on_line, on_text)
             claude = ClaudeStream(readers, cap=self.output_cap) if is_slash_command else None
             if claude is not None:  # claude's lines go through it, always followed

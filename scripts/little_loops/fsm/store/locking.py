@@ -51,8 +51,8 @@ class LoopBusyError(LoopError):
 class AlreadyRunningError(LoopBusyError):
     """Another process holds the lock of this loop name."""
 
-    def __init__(self, loop_name: str, pid: int | None) -> None:
-        super().__init__(f"Loop {loop_name} is already running ({_pid_text(pid)})")
+    def __init__(self, loop_name: str, pid: int | None, *, where: str = "") -> None:
+        super().__init__(f"Loop {loop_name} is already running{where} ({_pid_text(pid)})")
         self.loop_name = loop_name
         self.pid = pid
 
@@ -217,6 +217,15 @@ def read_holder(running_dir: Path, loop_name: str) -> LockHolder | None:
         return None
     with _registry(running_dir):
         return _probe(path)
+
+
+def running_holders(running_dir: Path) -> list[LockHolder]:
+    """The records of every loop lock held right now (the Temporal client checks them:
+    a loop that runs here must not start on Temporal too)."""
+    if not running_dir.is_dir():
+        return []
+    with _registry(running_dir):
+        return _running_holders(running_dir, running_dir / REGISTRY_NAME)
 
 
 def _ensure_directory(running_dir: Path) -> None:

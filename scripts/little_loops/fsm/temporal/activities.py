@@ -54,6 +54,7 @@ from little_loops.fsm.store.state_files import (
     LoopState,
     write_file_atomically,
 )
+from little_loops.fsm.temporal import kept_groups
 from little_loops.fsm.temporal.action_retry import (
     ActionRetry,
     LastAttempt,
@@ -120,7 +121,10 @@ async def run_action(request: ActionInput) -> ActionOutput:
     cwd = request.cwd or request.checkout  # a `worktree:` sub-loop's action: its worktree
     runner = DefaultActionRunner(cwd=cwd, output_cap=OUTPUT_TAIL_BYTES)
     groups: list[ActionGroup] = []
-    runner.on_group_running = groups.append
+    kept = kept_groups.current()
+    runner.on_group_running = _noting(groups, kept)
+    if kept is not None:
+        runner.group_notice_seconds = 0.0  # in the worker's ledger before it can die
     marker_lines = _MarkerLines(SignalDetector())
     log_path = _in_checkout(request.checkout, request.log_path)
     running = asyncio.ensure_future(
@@ -145,14 +149,39 @@ async def run_action(request: ActionInput) -> ActionOutput:
         with contextlib.suppress(Exception):
             await running
         runner.stop_background()
+        if kept is not None:  # the run was stopped: what it kept ends too
+            kept.keep(activity.info().workflow_id or "", runner, groups)
+            await asyncio.to_thread(kept.release, activity.info().workflow_id or "")
+        raise
+    except BaseException:
+        runner.stop_background()
+        if kept is not None:
+            kept.keep(activity.info().workflow_id or "", runner, groups)
         raise
     result = await running
-    runner.stop_background()  # what the action left behind ends with it here
+    if kept is None:
+        runner.stop_background()  # no worker to keep it: it ends with the action
+    else:  # kept until the run ends or pauses, as locally (`kept_groups`)
+        kept.keep(activity.info().workflow_id or "", runner, groups)
     if log_path is not None and request.logs_keep > 0:
         _prune_logs(log_path, request.logs_keep, request.logs_in_use, result.log_path)
     if result.log_path is not None and request.log_path is not None:
         result.log_path = request.log_path  # as the loop names it (relative, as locally)
     return ActionOutput(result, marker_lines.lines)
+
+
+def _noting(
+    groups: list[ActionGroup], kept: kept_groups.KeptGroups | None
+) -> Callable[[ActionGroup], None]:
+    """The runner's `on_group_running`: remember the group for the heartbeat, and in the
+    worker's ledger (its watchdog stops it should the worker die)."""
+
+    def note(group: ActionGroup) -> None:
+        groups.append(group)
+        if kept is not None:
+            kept.running(group)
+
+    return note
 
 
 def _prune_logs(log_path: Path, keep: int, in_use: list[str], written: str | None) -> None:
