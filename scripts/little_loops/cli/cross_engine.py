@@ -74,6 +74,16 @@ def refuse_if_local(running_dir: Path, loop_name: str, scope: Sequence[str], bas
             )
 
 
+def open_on_temporal(running_dir: Path, loop_name: str) -> TemporalMarker | None:
+    """The loop's workflow marker when that workflow is open on its server (a stale
+    marker is removed), else None: how a local `watch` learns the run is elsewhere."""
+    for marker in read_markers(running_dir, [loop_name]):
+        if _workflow_open(marker):
+            return marker
+        remove_marker(running_dir, marker.loop, marker.workflow_id)
+    return None
+
+
 def _workflow_open(marker: TemporalMarker) -> bool:
     """Whether the marker's workflow is open on its server. A server that cannot be
     asked (down, temporalio missing) cannot be running the loop's next step either: the

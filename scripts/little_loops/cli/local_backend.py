@@ -8,9 +8,10 @@ usable, with the line `run` would give.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
-from little_loops.cli.output import usage_error
+from little_loops.cli.output import usage_error, write_error_line
 
 if TYPE_CHECKING:
     from little_loops.cli.run_backend import HistoryRequest, ResumeRequest, RunRequest
@@ -84,8 +85,21 @@ class LocalBackend:
 
     def watch(self, loop_arg: str, *, verbose: bool, wait: bool) -> int:
         from little_loops.cli.cmd_watch import watch_command
+        from little_loops.cli.cross_engine import open_on_temporal
+        from little_loops.cli.resolve import LOOPS_DIR, loop_name_for
+        from little_loops.fsm.store.state_files import RUNNING_DIR
 
         check_running_dir()
+        # The loop runs on Temporal now: follow that run, never an older local one
+        # (issue 23 item 6).
+        marker = open_on_temporal(LOOPS_DIR / RUNNING_DIR, loop_name_for(loop_arg))
+        if marker is not None:
+            from little_loops.cli.temporal_engine import watch_temporal
+
+            write_error_line(f"{marker.loop} runs on Temporal (workflow {marker.workflow_id})")
+            os.environ.setdefault("LL_TEMPORAL_ADDRESS", marker.address)  # where it runs
+            os.environ.setdefault("LL_TEMPORAL_NAMESPACE", marker.namespace)
+            return watch_temporal(loop_arg, verbose=verbose, wait=wait)
         return watch_command(loop_arg, verbose=verbose, wait=wait)
 
 

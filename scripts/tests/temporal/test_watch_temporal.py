@@ -67,3 +67,16 @@ def test_watch_without_a_run_names_the_engine(
 ) -> None:
     code, _, err = cli_in_process(capsys, "watch", "steps", "--engine", "temporal")
     assert (code, err) == (1, "[T] No run of steps on Temporal (steps)\n")
+
+
+def test_a_local_watch_follows_the_temporal_run_not_an_older_local_one(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 item 6: without `--engine`, `watch` showed the older local run of the same
+    name while the loop ran on Temporal."""
+    assert cli_in_process(capsys, "run", "steps")[0] == 0  # an older local run
+    assert cli_in_process(capsys, "run", "steps", "--engine", "temporal", "--detach")[0] == 0
+    code, out, err = cli_in_process(capsys, "watch", "steps")
+    assert code == 0, err
+    assert err.startswith("steps runs on Temporal (workflow ll-loop:steps@")
+    assert out.splitlines()[0] == "Watching loop: steps (on Temporal)"
