@@ -43,8 +43,7 @@ exit codes:
   0    terminal state reached, or LOOP_STOP (validate: the loop is valid)
   1    loop failed (error, FATAL_ERROR, loop timeout, no route), loop not found or invalid
   2    command-line usage error
-  3    context handoff, as on_handoff says: paused (go on: ll-loop resume <loop>),
-       handed to a new session (spawn), or ended (terminate)
+  3    context handoff: paused (ll-loop resume <loop>), or spawned/ended as on_handoff says
   4    max_iterations (max_steps) reached (maintain: true loops always end here or on timeout)
   5    stalled (a guard stopped a loop going round in circles; cycle or repeated failure)
   6    not started: the loop is already running, or a running loop shares its scope
