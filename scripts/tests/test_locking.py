@@ -58,12 +58,24 @@ def _hold_in_child(running: Path, name: str, *scope: str, after: str = "time.sle
     """A separate process holding the lock of `name` (ready when this returns)."""
     child = subprocess.Popen(
         [sys.executable, "-c", _HOLDER.format(after=after), str(running), name, *scope],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     assert child.stdout is not None
     assert child.stdout.readline() == "held\n"
     return child
+
+
+# The holder lets go once told (a line on its stdin): when the waiter has said it waits,
+# not after a fixed time a loaded machine may outrun (issue 29).
+LET_GO_WHEN_TOLD = "sys.stdin.readline()"
+
+
+def _let_go(child: subprocess.Popen[str]) -> None:
+    assert child.stdin is not None
+    child.stdin.write("go\n")
+    child.stdin.flush()
 
 
 def _end(child: subprocess.Popen[str]) -> None:
@@ -145,10 +157,15 @@ def test_actions_started_by_the_holder_do_not_inherit_the_lock(running: Path) ->
 
 
 def test_waiting_for_the_lock_takes_it_when_the_holder_ends(running: Path) -> None:
-    child = _hold_in_child(running, "demo", after="time.sleep(0.4)")
+    child = _hold_in_child(running, "demo", after=LET_GO_WHEN_TOLD)
     said: list[str] = []
+
+    def waiting(line: str) -> None:
+        said.append(line)
+        _let_go(child)
+
     started = time.monotonic()
-    with acquire_loop_lock(running, "demo", wait_for_lock=10, on_wait=said.append) as lock:
+    with acquire_loop_lock(running, "demo", wait_for_lock=10, on_wait=waiting) as lock:
         assert lock.held
     assert time.monotonic() - started < 5
     assert said == [f"Loop demo is still held (pid {child.pid}); waiting up to 10s"]
@@ -267,9 +284,14 @@ def test_a_dead_holder_never_blocks_a_scope(running: Path) -> None:
 
 
 def test_queue_waits_for_the_scope_and_says_so_once(running: Path) -> None:
-    child = _hold_in_child(running, "first", "src", after="time.sleep(0.5)")
+    child = _hold_in_child(running, "first", "src", after=LET_GO_WHEN_TOLD)
     said: list[str] = []
-    with acquire_loop_lock(running, "second", ["src"], queue=True, on_wait=said.append) as lock:
+
+    def waiting(line: str) -> None:
+        said.append(line)
+        _let_go(child)
+
+    with acquire_loop_lock(running, "second", ["src"], queue=True, on_wait=waiting) as lock:
         assert lock.held
         assert _record(running, "second")["scope"] == [os.path.realpath("src")]
     assert said == [
