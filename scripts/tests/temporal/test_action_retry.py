@@ -45,6 +45,26 @@ def attempts(checkout: Path) -> list[int]:
     return [int(pid) for pid in path.read_text().split()] if path.exists() else []
 
 
+def heartbeat_recorded(env: dict[str, str], checkout: Path, loop: str) -> bool:
+    """Whether the server holds a heartbeat of the run's action (it names the worker and
+    its process group: what the retry's reason is read from)."""
+    import asyncio
+
+    from temporalio.client import Client
+
+    workflow_id = f"ll-loop:{loop}@{os.uname().nodename}:{checkout.resolve()}"
+
+    async def ask() -> bool:
+        client = await Client.connect(
+            env["LL_TEMPORAL_ADDRESS"], namespace=env["LL_TEMPORAL_NAMESPACE"]
+        )
+        described = await client.get_workflow_handle(workflow_id).describe()
+        pending = described.raw_description.pending_activities
+        return any(activity.heartbeat_details.payloads for activity in pending)
+
+    return asyncio.run(ask())
+
+
 def alive(pid: int) -> bool:
     """The process runs (a zombie no longer does)."""
     try:
@@ -79,7 +99,7 @@ def test_a_worker_killed_mid_action_gives_action_retry_in_events_status_log_and_
         )
     try:
         wait_until(lambda: attempts(checkout), "the first attempt")
-        time.sleep(1.5)  # its heartbeat names its worker and its process group
+        wait_until(lambda: heartbeat_recorded(env, checkout, "retried"), "its first heartbeat")
         doomed.kill()
         retrier = Worker(checkout, env, args=("--activities-only",))
         workers.append(retrier)
@@ -178,7 +198,7 @@ def test_a_server_restarted_mid_action_gives_action_retry_in_status_and_the_work
         workers.append(worker)
         assert run_cli(checkout, "run", "restarted", "--detach", env=env).returncode == 0
         wait_until(lambda: attempts(checkout), "the first attempt")
-        time.sleep(1.0)
+        wait_until(lambda: heartbeat_recorded(env, checkout, "restarted"), "its first heartbeat")
         server.kill()
         time.sleep(SERVER_DOWN_SECONDS)
         restarted = time.monotonic()
