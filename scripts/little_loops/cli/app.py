@@ -15,7 +15,9 @@ them the loop engine, are imported when a subcommand runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TypeAlias
@@ -545,7 +547,12 @@ def _dispatch_safely(args: list[str]) -> int:
 
 def _exit_past_temporal_client(code: int) -> None:
     """The Temporal client can crash at interpreter exit (sdk-python #300): once a
-    command has used it, end the process here with the exit code already decided."""
+    command has loaded it (the Temporal engine, or a local run asking whether its loop's
+    workflow is open), end the process here with the exit code already decided."""
     engine = sys.modules.get("little_loops.cli.temporal_engine")
-    if engine is not None and getattr(engine, "used", False):
-        engine.exit_now(code)
+    used = engine is not None and getattr(engine, "used", False)
+    if used or "little_loops.fsm.temporal.marker_check" in sys.modules:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(code)
