@@ -59,10 +59,12 @@ def action_lines(state: LoopState, persistence: StatePersistence) -> list[str]:
     if state.status not in LIVE_STATUSES or owner_of(state) is Owner.GONE:
         return []
     recent = read_last_events(persistence.events_file, _RECENT_EVENTS)
-    action = _action_under_way(recent, state.current_state)
+    action, iteration = _action_under_way(recent, state.current_state)
     if action is None:
         return []
-    log = persistence.logs_dir / action_log_name(state.iteration, state.current_state)
+    # The iteration its `state_enter` said: the state file may not have counted it yet.
+    number = iteration if iteration is not None else state.current_iteration()
+    log = persistence.logs_dir / action_log_name(number, state.current_state)
     lines = [f"Action: {shorten(one_line(action), _ACTION_WIDTH)}"]
     return [*lines, f"Log: {log}" if log.exists() else f"Log: {log} (nothing written yet)"]
 
@@ -81,18 +83,25 @@ def next_line(state: LoopState) -> str | None:
     return None
 
 
-def _action_under_way(events: list[dict[str, object]], current: str) -> str | None:
-    """The top-level run's last `action_start` since it last entered `current` (events
-    oldest first; a sub-loop's carry `depth`)."""
+def _action_under_way(
+    events: list[dict[str, object]], current: str
+) -> tuple[str | None, int | None]:
+    """The top-level run's last `action_start` since it last entered `current`, and that
+    entry's iteration (events oldest first; a sub-loop's carry `depth`)."""
     action: str | None = None
+    iteration: int | None = None
     for event in events:
         kind = event.get("event")
-        if kind == "state_enter" and event.get("state") == current and not event.get("depth"):
+        if event.get("depth"):
+            continue
+        if kind == "state_enter" and event.get("state") == current:
             action = None
-        elif kind == "action_start" and not event.get("depth"):
+            number = event.get("iteration")
+            iteration = number if isinstance(number, int) else None
+        elif kind == "action_start":
             text = event.get("action")
             action = text if isinstance(text, str) else None
-    return action
+    return action, iteration
 
 
 def _moment(text: str | None) -> datetime | None:
