@@ -7,17 +7,11 @@ parent keeps waiting for the same child, and no child state that had finished ru
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import signal
-import time
 from pathlib import Path
 from typing import Any
 
-from fixtures.cli_support import run_cli, write_loop
-from fixtures.processes import processes_with
-from fixtures.temporal_workers import Worker, wait_until
-from head_loops import PARENT, child_waiting_with
+from fixtures.temporal_workers import Worker
+from test_head_temporal_e2e import kill_the_worker_inside_the_child
 
 try:
     from temporalio.api.enums.v1 import EventType
@@ -26,12 +20,6 @@ try:
     from little_loops.fsm.temporal.names import workflow_id_for
 except ImportError:  # no temporalio: the server fixture skips, or fails in CI, saying so
     pass
-
-
-def _status(checkout: Path, env: dict[str, str]) -> dict[str, object]:
-    shown = run_cli(checkout, "status", "parent", "--json", env=env)
-    loaded: dict[str, object] = json.loads(shown.stdout) if shown.returncode == 0 else {}
-    return loaded
 
 
 async def _histories(env: dict[str, str], checkout: Path) -> list[WorkflowHistory]:
@@ -69,29 +57,7 @@ def _actions(history: WorkflowHistory) -> list[int]:
 def test_9b_a_worker_killed_inside_a_child_workflow_leaves_it_to_the_next_worker(
     env: dict[str, str], workers: list[Worker], tmp_path: Path
 ) -> None:
-    marker = f"child-{time.monotonic_ns()}"
-    checkout = tmp_path / "co"
-    checkout.mkdir()
-    write_loop(checkout, "parent", PARENT)
-    write_loop(
-        checkout, "child", child_waiting_with(f"while [ ! -f go ]; do sleep 0.2; : {marker}; done")
-    )
-    first = Worker(checkout, env)
-    workers.append(first)
-    started = run_cli(checkout, "run", "parent", "--detach", env=env)
-    assert started.returncode == 0, started.stderr
-    wait_until(lambda: processes_with(marker), "the child's check to start")
-    first.kill()
-    orphans = processes_with(marker)
-    (checkout / "go").write_text("", encoding="utf-8")
-
-    second = Worker(checkout, env)
-    workers.append(second)
-    try:
-        wait_until(lambda: _status(checkout, env).get("status") == "completed", "the run")
-    finally:
-        for pid in set(orphans) & set(processes_with(marker)):
-            os.killpg(pid, signal.SIGKILL)  # never leave the orphan behind a failed test
+    checkout = kill_the_worker_inside_the_child(env, workers, tmp_path)
 
     parent, *children = asyncio.run(_histories(env, checkout))
     # One child workflow, never started again: the next worker took it over.

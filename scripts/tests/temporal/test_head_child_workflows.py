@@ -15,12 +15,19 @@ from typing import Any
 from fixtures.cli_support import cli_env, run_cli, write_loop
 from fixtures.processes import processes_with
 from fixtures.temporal_servers import TimeSkipping
-from head_loops import PARENT, child_waiting_with
 
 try:
     from temporalio.api.enums.v1 import EventType
     from temporalio.client import Client, WorkflowHistory
-    from workflow_support import checkout_with, run_input, runs_for, unique
+    from workflow_support import (
+        STABLE_KEYS,
+        checkout_with,
+        head_checkout,
+        run_input,
+        runs_for,
+        timeless,
+        unique,
+    )
 
     from little_loops.fsm.temporal.payloads import ResumeSignal, RunOutcome
     from little_loops.fsm.temporal.worker import build_worker
@@ -29,21 +36,7 @@ except ImportError:  # no temporalio: the server fixture skips, or fails in CI, 
     pass
 
 WAIT_SECONDS = 120.0
-STABLE_KEYS = ("status", "current_state", "iteration", "terminated_by")
 CHILD_STEPS = "first\nbump\ncheck\nbump\ncheck\n"
-
-
-def _checkout(root: Path, check_prefix: str = "true") -> Path:
-    checkout = checkout_with(root, "parent", PARENT)
-    write_loop(checkout, "child", child_waiting_with(check_prefix))
-    return checkout
-
-
-def _timeless(value: Any) -> Any:
-    """`value` without durations, which differ between any two runs."""
-    if isinstance(value, dict):
-        return {key: _timeless(item) for key, item in value.items() if key != "duration_ms"}
-    return value
 
 
 def _activities(history: WorkflowHistory) -> list[str]:
@@ -83,12 +76,12 @@ def _child_trace(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 def test_4_a_sub_loop_is_a_child_workflow_whose_actions_are_in_its_own_history(
     time_skipping: TimeSkipping, tmp_path: Path
 ) -> None:
-    local = _checkout(tmp_path / "local")
+    local = head_checkout(tmp_path / "local")
     assert run_cli(local, "run", "parent", env=cli_env(tmp_path)).returncode == 0
     running = local / ".loops/.running"
     local_state = json.loads((running / "parent.state.json").read_text())
     local_events = [json.loads(line) for line in (running / "parent.events.jsonl").open()]
-    checkout = _checkout(tmp_path / "remote")
+    checkout = head_checkout(tmp_path / "remote")
     runs = runs_for(time_skipping, checkout)
 
     async def scenario() -> tuple[RunOutcome, list[dict[str, Any]], WorkflowHistory, Any]:
@@ -112,7 +105,7 @@ def test_4_a_sub_loop_is_a_child_workflow_whose_actions_are_in_its_own_history(
     assert (checkout / "child-steps").read_text() == CHILD_STEPS
     assert [done.state[key] for key in STABLE_KEYS] == [local_state[key] for key in STABLE_KEYS]
     assert done.state["captured"]["said"]["output"] == "reached 2"
-    assert _timeless(done.state["captured"]) == _timeless(local_state["captured"])
+    assert timeless(done.state["captured"]) == timeless(local_state["captured"])
     assert _child_trace(events) == _child_trace(local_events)
     assert done.state["head"].get("sub_loops", []) == []
 
@@ -132,7 +125,7 @@ def test_9b_a_stop_of_the_parent_ends_its_child_workflow_and_the_resume_goes_on_
     time_skipping: TimeSkipping, tmp_path: Path
 ) -> None:
     marker = unique("childwait")
-    checkout = _checkout(tmp_path, f"while [ ! -f go ]; do sleep 0.2; : {marker}; done")
+    checkout = head_checkout(tmp_path, f"while [ ! -f go ]; do sleep 0.2; : {marker}; done")
     runs = runs_for(time_skipping, checkout)
 
     async def scenario() -> dict[str, Any]:

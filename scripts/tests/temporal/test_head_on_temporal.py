@@ -11,13 +11,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fixtures.cli_support import cli_env, run_cli, write_loop
+from fixtures.cli_support import cli_env, run_cli
 from fixtures.processes import processes_with
 from fixtures.temporal_servers import TimeSkipping
-from head_loops import PARENT, child_waiting_with
 
 try:
-    from workflow_support import checkout_with, run_input, runs_for, unique
+    from workflow_support import (
+        STABLE_KEYS,
+        head_checkout,
+        run_input,
+        runs_for,
+        timeless,
+        unique,
+    )
 
     from little_loops.fsm.temporal.payloads import RunOutcome
     from little_loops.fsm.temporal.worker import build_worker
@@ -27,21 +33,6 @@ except ImportError:  # no temporalio: the server fixture skips, or fails in CI, 
 
 WAIT_SECONDS = 120.0
 
-STABLE_KEYS = ("status", "current_state", "iteration", "terminated_by")
-
-
-def _checkout(root: Path, check_prefix: str = "true") -> Path:
-    checkout = checkout_with(root, "parent", PARENT)
-    write_loop(checkout, "child", child_waiting_with(check_prefix))
-    return checkout
-
-
-def _timeless(value: Any) -> Any:
-    """`value` without durations, which differ between any two runs."""
-    if isinstance(value, dict):
-        return {key: _timeless(item) for key, item in value.items() if key != "duration_ms"}
-    return value
-
 
 def _events(handle: Any) -> Any:
     return handle.query(LoopWorkflow.events, 0)
@@ -50,10 +41,10 @@ def _events(handle: Any) -> Any:
 def test_a_head_loop_with_a_sub_loop_ends_on_temporal_as_it_does_locally(
     time_skipping: TimeSkipping, tmp_path: Path
 ) -> None:
-    local = _checkout(tmp_path / "local")
+    local = head_checkout(tmp_path / "local")
     assert run_cli(local, "run", "parent", env=cli_env(tmp_path)).returncode == 0
     local_state = json.loads((local / ".loops/.running/parent.state.json").read_text())
-    checkout = _checkout(tmp_path / "remote")
+    checkout = head_checkout(tmp_path / "remote")
     runs = runs_for(time_skipping, checkout)
 
     async def scenario() -> tuple[RunOutcome, list[dict[str, Any]]]:
@@ -67,7 +58,7 @@ def test_a_head_loop_with_a_sub_loop_ends_on_temporal_as_it_does_locally(
     assert [done.state[key] for key in STABLE_KEYS] == [local_state[key] for key in STABLE_KEYS]
     assert done.state["current_state"] == "done"
     assert done.state["captured"]["said"]["output"] == "reached 2"
-    assert _timeless(done.state["captured"]) == _timeless(local_state["captured"])
+    assert timeless(done.state["captured"]) == timeless(local_state["captured"])
     child_events = [event for event in events if event.get("depth") == 1]
     assert {event["event"] for event in child_events} >= {"state_enter", "route"}
     assert (checkout / "child-steps").read_text() == "first\nbump\ncheck\nbump\ncheck\n"
@@ -78,7 +69,7 @@ def test_a_stop_inside_a_child_resumes_inside_the_child_without_running_its_fini
 ) -> None:
     marker = unique("childwait")
     wait = f"while [ ! -f go ]; do sleep 0.2; : {marker}; done"
-    checkout = _checkout(tmp_path, wait)
+    checkout = head_checkout(tmp_path, wait)
     runs = runs_for(time_skipping, checkout)
 
     async def scenario() -> tuple[RunOutcome, RunOutcome]:

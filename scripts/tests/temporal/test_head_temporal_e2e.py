@@ -23,14 +23,14 @@ def _status(checkout: Path, env: dict[str, str]) -> dict[str, object]:
     return loaded
 
 
-def test_a_worker_killed_inside_a_child_leaves_the_run_to_the_next_worker_inside_the_child(
-    env: dict[str, str], workers: list[Worker], tmp_path: Path
-) -> None:
-    # The action of the dead worker is retried once its heartbeat times out, and its next
-    # workflow task first waits for the dead worker's sticky queue (10 s): short ones.
-    env = {**env, "LL_TEMPORAL_HEARTBEAT_SECONDS": "5", "LL_TEMPORAL_STICKY_SECONDS": "2"}
+def kill_the_worker_inside_the_child(
+    env: dict[str, str], workers: list[Worker], root: Path
+) -> Path:
+    """Run `parent` detached; once the child's check runs, kill its worker (SIGKILL), let
+    the check finish and start a second worker; return the checkout once the run has
+    completed (the orphan, if any, never outlives a failed test)."""
     marker = f"child-{time.monotonic_ns()}"
-    checkout = tmp_path / "co"
+    checkout = root / "co"
     checkout.mkdir()
     write_loop(checkout, "parent", PARENT)
     write_loop(
@@ -52,6 +52,16 @@ def test_a_worker_killed_inside_a_child_leaves_the_run_to_the_next_worker_inside
     finally:
         for pid in set(orphans) & set(processes_with(marker)):
             os.killpg(pid, signal.SIGKILL)  # never leave the orphan behind a failed test
+    return checkout
+
+
+def test_a_worker_killed_inside_a_child_leaves_the_run_to_the_next_worker_inside_the_child(
+    env: dict[str, str], workers: list[Worker], tmp_path: Path
+) -> None:
+    # The action of the dead worker is retried once its heartbeat times out, and its next
+    # workflow task first waits for the dead worker's sticky queue (10 s): short ones.
+    env = {**env, "LL_TEMPORAL_HEARTBEAT_SECONDS": "5", "LL_TEMPORAL_STICKY_SECONDS": "2"}
+    checkout = kill_the_worker_inside_the_child(env, workers, tmp_path)
 
     state = _status(checkout, env)
     assert state["current_state"] == "done"

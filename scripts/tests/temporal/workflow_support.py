@@ -24,6 +24,27 @@ def checkout_with(root: Path, name: str, text: str) -> Path:
     return root
 
 
+# The fields of a run's state that a local and a Temporal run of a HEAD sub-loop share.
+STABLE_KEYS = ("status", "current_state", "iteration", "terminated_by")
+
+
+def head_checkout(root: Path, check_prefix: str = "true") -> Path:
+    """A checkout with the HEAD `parent` and its `child` (`head_loops`), the child's check
+    first running `check_prefix`."""
+    from head_loops import PARENT, child_waiting_with
+
+    checkout = checkout_with(root, "parent", PARENT)
+    write_loop(checkout, "child", child_waiting_with(check_prefix))
+    return checkout
+
+
+def timeless(value: Any) -> Any:
+    """`value` without durations, which differ between any two runs."""
+    if isinstance(value, dict):
+        return {key: timeless(item) for key, item in value.items() if key != "duration_ms"}
+    return value
+
+
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
