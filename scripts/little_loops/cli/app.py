@@ -63,6 +63,7 @@ _RUN_LONG_FLAGS = (
     "--stall-threshold",
     "--context",
     "--max-cost",
+    "--max-tokens",
     "--notify",
     "--engine",
     "--detach",
@@ -177,6 +178,13 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         metavar="USD",
         help="the run's budget in US dollars (overrides max_cost_usd; kept on resume); "
         "reached: the run stops, exit 8",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=_at_least_one,
+        metavar="N",
+        help="the run's budget in input + output tokens (overrides max_tokens; kept on "
+        "resume); reached: the run stops, exit 8",
     )
     parser.add_argument(
         "--notify",

@@ -52,6 +52,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         queue=args.queue,
         stall_threshold=args.stall_threshold,
         max_cost=args.max_cost,
+        max_tokens=getattr(args, "max_tokens", None),
         context=tuple(getattr(args, "context", None) or ()),
         notify=args.notify,
         max_steps=args.max_steps,
