@@ -46,6 +46,7 @@ SUBCOMMANDS = (
     "fragments",
     "watch",
     "worker",
+    "report",
 )
 # Flags that only make sense for `run`: `ll-loop --dry-run x` means `ll-loop run --dry-run x`.
 _RUN_SHORT_FLAGS = ("-n", "-b", "-q", "-v")
@@ -209,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_running_commands(sub)
     _add_file_commands(sub)
     _add_state_commands(sub)
+    _add_report(sub)
     return parser
 
 
@@ -413,6 +415,21 @@ def _add_history(sub: Subparsers, where: str) -> None:
     output.add_argument(
         "--raw", action="store_true", help="the reference's lines: <ts> <event>: {dict}"
     )
+
+
+def _add_report(sub: Subparsers) -> None:
+    report = sub.add_parser(
+        "report", help="what the runs of a loop did and cost, per run and per state"
+    )
+    report.add_argument("loop", nargs="?", help="loop name, file stem or path (default: all)")
+    report.add_argument(
+        "--since",
+        type=_since,
+        metavar="WHEN",
+        help="only runs started from WHEN on: ISO (2026-11-23T02:00), a time today (02:00) "
+        "or an age (30m, 2h, 1d)",
+    )
+    report.add_argument("--json", action="store_true", help="print one JSON document")
 
 
 def _since(text: str) -> object:

@@ -96,6 +96,12 @@ def _history(a: argparse.Namespace) -> int:
     return backend_for(a.engine).history(a.loop, request)
 
 
+def _report(a: argparse.Namespace) -> int:
+    from little_loops.cli.cmd_report import report_command
+
+    return report_command(a.loop, since=a.since, as_json=a.json)
+
+
 def _list(a: argparse.Namespace) -> int:
     from little_loops.cli.cmd_inspect import ListFilter, list_command
 
@@ -169,6 +175,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "fragments": _fragments,
     "watch": _watch,
     "worker": _worker,
+    "report": _report,
 }
 
 
