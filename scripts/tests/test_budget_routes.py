@@ -194,6 +194,9 @@ def test_max_tokens_stops_after_the_crossing_action(tmp_path: Path) -> None:
     assert ended.stderr.splitlines()[0].endswith(
         " - token budget reached: spent 240 tokens of 200 tokens"
     )
+    assert ended.stderr.splitlines()[1] == (
+        "Resume with a higher budget: ll-loop resume tokens --max-tokens N"
+    )
     state = _state(tmp_path, "tokens")
     assert (state["status"], state["current_state"]) == ("budget_exhausted", "c")
 
@@ -207,6 +210,9 @@ def test_max_tokens_flag_is_kept_on_resume_and_a_larger_value_continues(tmp_path
     assert first.returncode == 8, first.stdout + first.stderr
     assert _calls(tmp_path) == 1
     assert _state(tmp_path, "tokens")["max_tokens"] == 100
+    status = run_cli(tmp_path, "status", "tokens", env=env).stdout.splitlines()
+    assert "Next: ll-loop resume tokens --max-tokens <a higher budget>" in status
+    assert status[-1] == "Token budget: 100 tokens (--max-tokens)"
 
     kept = run_cli(tmp_path, "resume", "tokens", env=env)
 
