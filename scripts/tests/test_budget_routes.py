@@ -378,3 +378,37 @@ def test_validate_accepts_budget_keys_and_the_wrap_up_is_reachable(tmp_path: Pat
 
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "not reachable" not in checked.stdout + checked.stderr
+
+
+def test_a_wrap_up_that_runs_a_sub_loop_is_not_held_to_the_spent_budget(tmp_path: Path) -> None:
+    """The wrap-up is a `loop:` state: its child runs (it is not given the $0 the run's
+    spent budget has left), then the run ends `budget_exhausted`."""
+    parent = SPEND.format(head="").replace(
+        "  wrap:\n    action: echo wrapped >> wrap.txt\n    next: done\n",
+        "  wrap:\n    loop: summary\n    on_yes: done\n    on_no: done\n",
+    )
+    summary = """\
+name: summary
+initial: write
+states:
+  write:
+    action: /ll:summarise
+    next: note
+  note:
+    action: echo summarised >> wrap.txt
+    next: done
+  done:
+    terminal: true
+"""
+    write_loop(tmp_path, "spend", parent)
+    write_loop(tmp_path, "summary", summary)
+    env = _env(tmp_path)
+
+    ended = run_cli(tmp_path, "run", "spend", env=env)
+
+    assert ended.returncode == 8, ended.stdout + ended.stderr
+    assert _calls(tmp_path) == 3  # a, b, and the summary's own claude call
+    assert (tmp_path / "wrap.txt").read_text() == "summarised\n"
+    state = _state(tmp_path, "spend")
+    assert (state["status"], state["current_state"]) == ("budget_exhausted", "c")
+    assert state["spending"]["cost_usd"] == 0.75

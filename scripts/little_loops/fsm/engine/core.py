@@ -181,6 +181,9 @@ class RunCore:
         # The run's `--no-llm`/`--llm-model`, applied to every sub-loop it loads (§4.6).
         self.choices = choices
         self._stopping = False
+        # True while the `on_budget` wrap-up runs: a sub-loop it runs is not held to the
+        # run's spent budgets (`sub_loop`).
+        self.wrapping_up = False
         self._clock_start = clock.monotonic()
         self._elapsed_before_ms = 0
         self._steps: _Steps = self._run()
@@ -375,7 +378,11 @@ class RunCore:
         except RoutingError as exc:
             return Ending("error", str(exc))
         announce_wrap_up(self.fsm, wrap_up, cursor.spending, self._emit)
-        interrupted = yield from self._run_once(sc, wrap_up, pending, BUDGET)
+        self.wrapping_up = True
+        try:
+            interrupted = yield from self._run_once(sc, wrap_up, pending, BUDGET)
+        finally:
+            self.wrapping_up = False
         return interrupted or ending
 
     def _run_once(self, sc: StepContext, name: str, pending: str, reason: str) -> _Sub:

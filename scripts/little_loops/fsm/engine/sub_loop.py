@@ -170,7 +170,7 @@ class _ChildRun:
             )
         budget = clamped_child_budget(
             self.loop.max_cost_usd,
-            run_budget=self.core.fsm.max_cost_usd,
+            run_budget=None if self.core.wrapping_up else self.core.fsm.max_cost_usd,
             run_spent=self.sc.cursor.spending.cost_usd,
         )
         fsm = dataclasses.replace(
@@ -196,7 +196,7 @@ class _ChildRun:
         """The child's `max_tokens`: clamped to what the run's token budget has left, as
         its dollars are (a child of a run without one keeps its own)."""
         run_tokens = token_budget(self.core.fsm)
-        if run_tokens is None:
+        if run_tokens is None or self.core.wrapping_up:  # a wrap-up's child: not held to it
             return fsm
         left = clamped_child_budget(
             token_budget(fsm),
@@ -264,7 +264,7 @@ class _ChildRun:
     def _run_budget_spent(self, ended: ChildEnded) -> bool:
         """Whether the child stopped at the run's budget (not only its own): the whole
         run stops there, and a resume with a higher budget goes on inside the child."""
-        if ended.ending.terminated_by != _BUDGET:
+        if ended.ending.terminated_by != _BUDGET or self.core.wrapping_up:
             return False
         together = self.sc.cursor.spending.copy()
         together.add(ended.spending.cost_usd, ended.spending.to_dict()["tokens"])
