@@ -14,6 +14,8 @@ printed with its target:
     of `true` actions, net of each engine's fixed cost, on a `temporal server start-dev`
     (127.0.0.1): in one process (workflow with an in-process worker), then through the
     CLI (`ll-loop run --engine temporal`, one `ll-loop worker`);
+(f) `ll-loop report <loop> --json` over 100 archived runs of 50 states each (not in the
+    default set, `--only f`);
 (r) paired against the reference, little-loops 1.37.0 from PyPI (not in the default set,
     `--only r`: it installs that release into a virtual environment cached under $TMPDIR):
     a loop of 200 `true` actions through its `ll-loop run` and ours, interleaved, on the
@@ -456,6 +458,61 @@ def bench_startup(project: Project, sizes: Sizes) -> None:
     figure("ll-loop --help", seconds(start), f"target < 0.15 s: {verdict(start < 0.15)}")
 
 
+# --- (f) the report over archived runs --------------------------------------------------
+
+REPORT_RUNS = 100
+
+
+def archived_runs(loops: Path, runs: int, visits: int) -> None:
+    """`runs` archived runs of `kept` (`.loops/.history/kept/<stamp>/`), each `visits`
+    state visits long, in the shape ll-loop writes them."""
+    for number in range(runs):
+        folder = loops / ".history" / "kept" / f"20250101T{number:06d}"
+        folder.mkdir(parents=True)
+        stamp = f"2025-01-01T00:{number // 60:02d}:{number % 60:02d}+00:00"
+        cycle = [
+            {"event": "state_enter", "ts": stamp, "state": "fix", "iteration": 1},
+            {"event": "action_start", "ts": stamp, "action": "/ll:fix"},
+            {
+                "event": "action_complete",
+                "ts": stamp,
+                "exit_code": 0,
+                "cost_usd": 0.01,
+                "tokens": {"input": 900, "output": 120, "cache_read": 5000, "cache_creation": 0},
+            },
+            {"event": "evaluate", "ts": stamp, "type": "llm_structured", "verdict": "yes"},
+            {"event": "route", "ts": stamp, "from": "fix", "to": "fix", "verdict": "yes"},
+        ]
+        lines = [{"event": "loop_start", "ts": stamp, "loop": "kept"}, *cycle * visits]
+        lines.append({"event": "loop_complete", "ts": stamp, "terminated_by": "terminal"})
+        text = "".join(json.dumps(event) + "\n" for event in lines)
+        (folder / "kept.events.jsonl").write_text(text, encoding="utf-8")
+        state = {
+            "loop_name": "kept",
+            "current_state": "done",
+            "iteration": visits,
+            "started_at": stamp,
+            "status": "completed",
+            "elapsed_ms": 60000,
+            "spending": {"cost_usd": 0.01 * visits, "tokens": {"input": 900 * visits}},
+        }
+        (folder / "kept.state.json").write_text(json.dumps(state), encoding="utf-8")
+
+
+def bench_report(project: Project, sizes: Sizes) -> None:
+    visits = 50
+    archived_runs(project.loops, REPORT_RUNS, visits)
+    argv = [*LL_LOOP, "report", "kept", "--json"]
+    repeats = max(sizes.repeats, 3)
+    (runs,) = interleaved(repeats, lambda: project.expect(project.run(argv), 0, "report"))
+    document = json.loads(runs[0].stdout)
+    elapsed = median_runs(runs)
+    what = f"{REPORT_RUNS} archived runs of {visits} visits"
+    print(f"(f) report --json over {what} (median of {repeats})")
+    figure("ll-loop report --json", seconds(elapsed), f"target < 1 s: {verdict(elapsed < 1.0)}")
+    figure("runs reported", str(len(document["runs"])))
+
+
 # --- (e) the Temporal engine -----------------------------------------------------------
 
 SERVER_START_SECONDS = 120.0
@@ -776,6 +833,7 @@ BENCHMARKS: dict[str, Callable[[Project, Sizes], None]] = {
     "c": bench_history_tail,
     "d": bench_startup,
     "e": bench_temporal,
+    "f": bench_report,
     "r": bench_reference,
 }
 
@@ -795,7 +853,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         default="abcde",
-        help="which benchmarks, e.g. `--only b` (default: abcde; r, the reference, on demand)",
+        help="which benchmarks, e.g. `--only b` (default: abcde; f, the report, and r, the "
+        "reference, on demand)",
     )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL

@@ -46,6 +46,7 @@ SUBCOMMANDS = (
     "fragments",
     "watch",
     "worker",
+    "report",
 )
 # Flags that only make sense for `run`: `ll-loop --dry-run x` means `ll-loop run --dry-run x`.
 _RUN_SHORT_FLAGS = ("-n", "-b", "-q", "-v")
@@ -63,6 +64,7 @@ _RUN_LONG_FLAGS = (
     "--stall-threshold",
     "--context",
     "--max-cost",
+    "--max-tokens",
     "--notify",
     "--engine",
     "--detach",
@@ -179,6 +181,13 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         "reached: the run stops, exit 8",
     )
     parser.add_argument(
+        "--max-tokens",
+        type=_at_least_one,
+        metavar="N",
+        help="the run's budget in input + output tokens (overrides max_tokens; kept on "
+        "resume); reached: the run stops, exit 8",
+    )
+    parser.add_argument(
         "--notify",
         metavar="CMD",
         help="shell command run (detached, 60 s at most) when the run ends or needs someone, "
@@ -201,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_running_commands(sub)
     _add_file_commands(sub)
     _add_state_commands(sub)
+    _add_report(sub)
     return parser
 
 
@@ -405,6 +415,21 @@ def _add_history(sub: Subparsers, where: str) -> None:
     output.add_argument(
         "--raw", action="store_true", help="the reference's lines: <ts> <event>: {dict}"
     )
+
+
+def _add_report(sub: Subparsers) -> None:
+    report = sub.add_parser(
+        "report", help="what the runs of a loop did and cost, per run and per state"
+    )
+    report.add_argument("loop", nargs="?", help="loop name, file stem or path (default: all)")
+    report.add_argument(
+        "--since",
+        type=_since,
+        metavar="WHEN",
+        help="only runs started from WHEN on: ISO (2026-11-23T02:00), a time today (02:00) "
+        "or an age (30m, 2h, 1d)",
+    )
+    report.add_argument("--json", action="store_true", help="print one JSON document")
 
 
 def _since(text: str) -> object:

@@ -193,6 +193,8 @@ def status_lines(
         lines.append(spent)
     if state.max_cost_usd is not None:
         lines.append(f"Budget: {format_cost(state.max_cost_usd)} (--max-cost)")
+    if state.max_tokens is not None:
+        lines.append(f"Token budget: {state.max_tokens} tokens (--max-tokens)")
     if state.status == "awaiting_continuation" and not state.continuation_prompt:
         lines.append(f"Continuation context: {NO_PROMPT}")
     if state.continuation_prompt:

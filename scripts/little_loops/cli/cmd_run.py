@@ -331,6 +331,8 @@ def _start_background(
         args += ["--stall-threshold", str(options.stall_threshold)]
     if options.max_cost is not None:
         args += ["--max-cost", repr(options.max_cost)]
+    if options.max_tokens is not None:
+        args += ["--max-tokens", str(options.max_tokens)]
     for key, value in options.context:
         args += ["--context", f"{key}={value}"]
     if options.notify is not None:

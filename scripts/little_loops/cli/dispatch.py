@@ -52,6 +52,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         queue=args.queue,
         stall_threshold=args.stall_threshold,
         max_cost=args.max_cost,
+        max_tokens=getattr(args, "max_tokens", None),
         context=tuple(getattr(args, "context", None) or ()),
         notify=args.notify,
         max_steps=args.max_steps,
@@ -93,6 +94,12 @@ def _history(a: argparse.Namespace) -> int:
     query = EventFilter(state=a.state, events=tuple(a.event), since=a.since)
     request = HistoryRequest(tail=a.tail, output=output, query=query, list_runs=a.runs, run=a.run)
     return backend_for(a.engine).history(a.loop, request)
+
+
+def _report(a: argparse.Namespace) -> int:
+    from little_loops.cli.cmd_report import report_command
+
+    return report_command(a.loop, since=a.since, as_json=a.json)
 
 
 def _list(a: argparse.Namespace) -> int:
@@ -168,6 +175,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "fragments": _fragments,
     "watch": _watch,
     "worker": _worker,
+    "report": _report,
 }
 
 

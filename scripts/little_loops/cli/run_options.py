@@ -29,6 +29,7 @@ class RunOptions:
     queue: bool = False
     stall_threshold: int | None = None
     max_cost: float | None = None  # `--max-cost`: the run's budget in dollars
+    max_tokens: int | None = None  # `--max-tokens`: the run's budget in tokens
     # `run --context KEY=VALUE`, in the order given (a later KEY wins).
     context: tuple[tuple[str, str], ...] = ()
     # `--notify CMD`: replaces the loop's `notify` for this run ("": none).
@@ -51,4 +52,5 @@ class RunOptions:
             stall_threshold=self.stall_threshold,
             max_cost_usd=self.max_cost,
             notify=self.notify,
+            max_tokens=self.max_tokens,
         )

@@ -77,7 +77,8 @@ def next_line(state: LoopState) -> str | None:
             return f"Next: ll-loop resume {name}"
         return f"Next: ll-loop watch {name} (follow it), ll-loop stop {name} (stop it)"
     if state.status == "budget_exhausted":
-        return f"Next: ll-loop resume {name} --max-cost <a higher budget>"
+        flag = "--max-tokens" if (state.error or "").startswith("token budget") else "--max-cost"
+        return f"Next: ll-loop resume {name} {flag} <a higher budget>"
     if state.status in _RESUMABLE:
         return f"Next: ll-loop resume {name}"
     return None

@@ -70,7 +70,8 @@ def _outcome(result: ExecutionResult, fsm: FSMLoop, loop_arg: str) -> Summary:
     if outcome == "signal":
         return Summary([f"Loop interrupted: {where}", resume], is_problem=True)
     if outcome == "budget_exhausted":
-        raise_it = f"Resume with a higher budget: ll-loop resume {loop_arg} --max-cost N"
+        flag = "--max-tokens" if (result.error or "").startswith("token budget") else "--max-cost"
+        raise_it = f"Resume with a higher budget: ll-loop resume {loop_arg} {flag} N"
         stopped = f"Loop stopped: {where} - {result.error}"
         return Summary([stopped, raise_it], is_problem=True, essential=[raise_it])
     if outcome == "usage_limited":

@@ -227,7 +227,9 @@ def _resumable(
     run cannot be resumed."""
     from little_loops.fsm.store.persistent_executor import resume_refusal
 
-    settings = options.settings.resumed(max_cost_usd=state.max_cost_usd, notify=state.notify)
+    settings = options.settings.resumed(
+        max_cost_usd=state.max_cost_usd, notify=state.notify, max_tokens=state.max_tokens
+    )
     fsm = settings.applied_to(loaded)
     reason = resume_refusal(state, fsm, LOOPS_DIR / RUNNING_DIR)
     if reason is not None:

@@ -48,6 +48,7 @@ class ParentCore(Protocol):
     guards: RunGuards
     sub_loop_frame: SubLoopFrame | None
     choices: RunChoices
+    wrapping_up: bool  # running the loop's `on_budget` wrap-up (its budgets are spent)
 
     @property
     def event_callback(self) -> EventCallback: ...

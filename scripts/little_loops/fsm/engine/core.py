@@ -26,6 +26,15 @@ from little_loops.fsm.engine.action_step import (
     prepare_retry,
     spent_tokens,
 )
+from little_loops.fsm.engine.budget_routes import (
+    announce_wrap_up,
+    budget_message,
+    budget_reached,
+    budgeted_state,
+    route_over_budget,
+    spent_state_budget,
+    take_wrap_up,
+)
 from little_loops.fsm.engine.circuit import note_outcome, trip_route, watched_paths
 from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor, StepContext, iso_time
 from little_loops.fsm.engine.edge_revisits import count_edge
@@ -98,7 +107,6 @@ from little_loops.fsm.engine.run_events import (
     ignore_event,
 )
 from little_loops.fsm.engine.run_guards import RunGuards
-from little_loops.fsm.engine.spending import format_cost
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step, step_ending
 from little_loops.fsm.engine.sub_loop import SubLoopFrame, run_sub_loop
 from little_loops.fsm.engine.throttle import count_action_run, keep_visit_count
@@ -114,7 +122,8 @@ from little_loops.fsm.signal_detector import SignalDetector
 __all__ = ["BUDGET", "USAGE_LIMITED", "RunCore"]
 
 BUDGET = "budget_exhausted"
-"""`terminated_by` of a run that reached its budget (`max_cost_usd`, `--max-cost`)."""
+"""`terminated_by` of a run that reached its budget (`max_cost_usd`, `--max-cost`,
+`max_tokens`, `--max-tokens`)."""
 
 USAGE_LIMITED = "usage_limited"
 """`terminated_by` of a run whose usage limit resets beyond `rate_limit.max_wait`."""
@@ -172,6 +181,9 @@ class RunCore:
         # The run's `--no-llm`/`--llm-model`, applied to every sub-loop it loads (§4.6).
         self.choices = choices
         self._stopping = False
+        # True while the `on_budget` wrap-up runs: a sub-loop it runs is not held to the
+        # run's spent budgets (`sub_loop`).
+        self.wrapping_up = False
         self._clock_start = clock.monotonic()
         self._elapsed_before_ms = 0
         self._steps: _Steps = self._run()
@@ -272,16 +284,23 @@ class RunCore:
     def _loop(self) -> _Sub:
         sc = self._step_context()  # the collaborators are fixed for the run
         while True:
-            state = self.fsm.states.get(self.cursor.current_state)
+            state_name = self.cursor.current_state
+            state = self.fsm.states.get(state_name)
             if state is None:
                 return Ending("error", f"State '{self.cursor.current_state}' is not in the loop")
             reason = self._stop_reason(state)
+            if reason == BUDGET:
+                return (yield from self._end_at_budget(sc, Ending(BUDGET, self._budget_message())))
             if reason in CAP_ENDINGS:
                 return (yield from self._end_at_cap(sc, reason))
             if reason is not None:
                 return Ending(reason, self._stop_message(reason))
+            spent_budget = spent_state_budget(self.fsm, state_name, self.cursor.spending)
             if state.terminal:
                 ending = maintain_restart(sc, state)
+            elif spent_budget is not None:  # addition: straight on, counted as a step
+                self._enter(state)
+                ending = route_over_budget(sc, spent_budget, None)
             elif self._retries_exhausted(state):
                 ending = leave_exhausted(sc, state)
                 if ending is None:
@@ -292,6 +311,8 @@ class RunCore:
                     continue  # nothing ran: no backoff before the state it went to
             else:
                 ending = yield from self._step(sc, state)
+            if ending is not None and ending.terminated_by == BUDGET:  # in a sub-loop
+                return (yield from self._end_at_budget(sc, ending))
             if ending is not None:
                 return ending
             seconds = self._backoff_seconds()
@@ -328,23 +349,55 @@ class RunCore:
         assert isinstance(fsm, HeadLoop)
         pending = cursor.current_state
         target = take_summary(fsm, cap, cursor.head)
-        if target is not None:
-            try:  # `$current` and templates as in any route (§9g)
-                summary = resolve_target(
-                    target, current_state=pending, state_names=fsm.states, ctx=sc.interpolation()
-                )
-            except RoutingError as exc:
-                return Ending("error", str(exc))
-            announce_summary(cap, summary, cursor.iteration, cursor.head, self._emit)
-            cursor.current_state = summary
-            state = fsm.states[summary]
-            self._enter(state)
-            ending = yield from self._run_state(sc, state)
-            if ending is not None and ending.terminated_by == "signal":
-                return ending
-            self._emit("route", **{"from": cursor.current_state, "to": pending, "reason": cap})
-            cursor.current_state = pending
-        return Ending(cap)
+        if target is None:
+            return Ending(cap)
+        try:  # `$current` and templates as in any route (§9g)
+            summary = resolve_target(
+                target, current_state=pending, state_names=fsm.states, ctx=sc.interpolation()
+            )
+        except RoutingError as exc:
+            return Ending("error", str(exc))
+        announce_summary(cap, summary, cursor.iteration, cursor.head, self._emit)
+        interrupted = yield from self._run_once(sc, summary, pending, cap)
+        return interrupted or Ending(cap)
+
+    def _end_at_budget(self, sc: StepContext, ending: Ending) -> _Sub:
+        """The run's budget is reached (`ending`): with the loop's `on_budget`, run that
+        state once for these budgets (a wrap-up; its route is not taken), then end as
+        `ending` says, standing where the budget stopped it (a resume with a higher budget
+        goes on with the work). As `_end_at_cap` for the caps."""
+        cursor = self.cursor
+        target = take_wrap_up(self.fsm, cursor.spending)
+        if target is None:
+            return ending
+        pending = cursor.current_state
+        try:
+            wrap_up = resolve_target(
+                target, current_state=pending, state_names=self.fsm.states, ctx=sc.interpolation()
+            )
+        except RoutingError as exc:
+            return Ending("error", str(exc))
+        announce_wrap_up(self.fsm, wrap_up, cursor.spending, self._emit)
+        self.wrapping_up = True
+        try:
+            interrupted = yield from self._run_once(sc, wrap_up, pending, BUDGET)
+        finally:
+            self.wrapping_up = False
+        return interrupted or ending
+
+    def _run_once(self, sc: StepContext, name: str, pending: str, reason: str) -> _Sub:
+        """Run state `name` once (its action runs even when it is terminal), then stand at
+        `pending` again (a `route` back, for `reason`); an interruption is returned."""
+        cursor = self.cursor
+        cursor.current_state = name
+        state = self.fsm.states[name]
+        self._enter(state)
+        ending = yield from self._run_state(sc, state)
+        if ending is not None and ending.terminated_by == "signal":
+            return ending
+        self._emit("route", **{"from": cursor.current_state, "to": pending, "reason": reason})
+        cursor.current_state = pending
+        return None
 
     def _enter(self, state: StateConfig) -> None:
         cursor = self.cursor
@@ -382,7 +435,9 @@ class RunCore:
     def _run_state(self, sc: StepContext, state: StateConfig) -> _Sub:
         """Execute one state; return how the run ends when it ends here."""
         if isinstance(state, HeadStateConfig) and state.loop:
-            return (yield from run_sub_loop(self, sc, state))
+            name = self.cursor.current_state
+            ending = yield from run_sub_loop(self, sc, state)
+            return ending if ending is not None else self._over_budget_after_child(sc, name)
         try:
             ctx = sc.interpolation()
         except FragmentParameterError as exc:  # HEAD §5: an unbound required parameter
@@ -422,7 +477,19 @@ class RunCore:
             tripped = yield from self._circuit_trip(state, ctx, step)
             if tripped is not None:
                 return self._head_detour(sc, tripped, ctx)
+        own = spent_state_budget(self.fsm, cursor.current_state, cursor.spending)
+        if own is not None and step.signal_of("stop") is None:  # addition: the state's budget
+            return route_over_budget(sc, own, step.verdict)
         return route_after_step(sc, state, ctx, step)
+
+    def _over_budget_after_child(self, sc: StepContext, name: str) -> Ending | None:
+        """A `loop:` state whose child spent its budget: taken from where the child's
+        outcome routed it to its `on_budget` (a second `route` event)."""
+        own = spent_state_budget(self.fsm, name, self.cursor.spending)
+        if own is None:
+            return None
+        self.cursor.current_state = name
+        return route_over_budget(sc, own, None)
 
     def _head_after_action(self, state: StateConfig, step: Step) -> Ending | HeadRoute | None:
         """HEAD §7.5 and §7.6 after a state's action: the throttle's count, and an
@@ -651,23 +718,23 @@ class RunCore:
     def _spend(self, result: ActionResult) -> None:
         claude = result.claude
         if claude is not None:
-            self.cursor.spending.add(claude.cost_usd, spent_tokens(result))
+            state = budgeted_state(self.fsm, self.cursor.current_state)
+            self.cursor.spending.add(claude.cost_usd, spent_tokens(result), state=state)
 
     def _spend_judgement(self, judgement: Judgement | tuple[str, dict[str, Any]] | None) -> None:
         """What an LLM evaluation cost (its `Judgement.spending`; a driver may submit a
         plain `(verdict, details)`, which cost nothing we know of)."""
         spending = getattr(judgement, "spending", None)
         if spending is not None:
-            self.cursor.spending.add(spending.get("cost_usd"), spending.get("tokens") or {})
+            tokens = spending.get("tokens") or {}
+            state = budgeted_state(self.fsm, self.cursor.current_state)
+            self.cursor.spending.add(spending.get("cost_usd"), tokens, state=state)
 
     def _budget_reached(self) -> bool:
-        budget = self.fsm.max_cost_usd
-        return budget is not None and self.cursor.spending.cost_usd >= budget
+        return budget_reached(self.fsm, self.cursor.spending)
 
     def _budget_message(self) -> str:
-        spent = self.cursor.spending.cost_usd
-        budget = self.fsm.max_cost_usd or 0.0
-        return f"budget reached: spent {format_cost(spent)} of {format_cost(budget)}"
+        return budget_message(self.fsm, self.cursor.spending)
 
     def _now(self) -> float:
         return self.clock.wall()

@@ -2,16 +2,21 @@
 claude reports them) and its LLM evaluations (from the SDK's usage, priced by model).
 
 Kept in the run's cursor, so it is saved in the state file and a resumed run goes on
-counting from there; the budget (`max_cost_usd`, `--max-cost`) is checked against it.
+counting from there; the budgets (`max_cost_usd`, `--max-cost`, `max_tokens`,
+`--max-tokens`, and the states' own, `model.budgets`) are checked against it. Two
+additions are kept only by a loop with budget keys: `states`, what each state with a
+budget of its own spent over all its visits, and `wrapped_up`, the budgets
+(`[max_cost_usd, max_tokens]`) at which the loop's `on_budget` wrap-up ran, so it runs
+once for them and again only after a resume raised one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TOKEN_KINDS", "RunSpending", "format_cost", "format_tokens"]
+__all__ = ["TOKEN_KINDS", "RunSpending", "format_cost", "format_tokens", "io_tokens"]
 
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_creation")
 
@@ -26,26 +31,49 @@ class RunSpending:
     cache_read: int = 0
     cache_creation: int = 0
     priced: bool = True  # False once a cost was not known (an unpriced model's tokens)
+    # state name -> {"cost_usd", "tokens"} (input + output), states with a budget only.
+    states: dict[str, dict[str, Any]] = field(default_factory=dict)
+    wrapped_up: list[float | int | None] | None = None
 
     @property
     def tokens(self) -> int:
         return self.input + self.output + self.cache_read + self.cache_creation
 
     @property
-    def anything(self) -> bool:
-        return self.cost_usd > 0 or self.tokens > 0
+    def budget_tokens(self) -> int:
+        """The tokens `max_tokens` counts: input and output (cache reads are not new work)."""
+        return self.input + self.output
 
-    def add(self, cost_usd: float | None, tokens: Mapping[str, int]) -> None:
-        """Count one call: its cost (None: unknown) and its tokens by kind."""
+    @property
+    def anything(self) -> bool:
+        return self.cost_usd > 0 or self.tokens > 0 or bool(self.states) or bool(self.wrapped_up)
+
+    def add(
+        self, cost_usd: float | None, tokens: Mapping[str, int], *, state: str | None = None
+    ) -> None:
+        """Count one call: its cost (None: unknown) and its tokens by kind; also in
+        `state`'s own spending when given (a state with a budget of its own)."""
         if cost_usd is None:
             self.priced = self.priced and not any(tokens.values())
         else:
             self.cost_usd += cost_usd
         for kind in TOKEN_KINDS:
             setattr(self, kind, getattr(self, kind) + int(tokens.get(kind, 0)))
+        if state is not None:
+            own = self.states.setdefault(state, {"cost_usd": 0.0, "tokens": 0})
+            own["cost_usd"] = round(float(own["cost_usd"]) + (cost_usd or 0.0), 6)
+            own["tokens"] = int(own["tokens"]) + io_tokens(tokens)
+
+    def state_spent(self, state: str) -> tuple[float, int]:
+        """What `state` spent over its visits: dollars, input + output tokens."""
+        own = self.states.get(state) or {}
+        return float(own.get("cost_usd") or 0.0), int(own.get("tokens") or 0)
 
     def copy(self) -> RunSpending:
-        return RunSpending(**self.__dict__)
+        values = dict(self.__dict__)
+        values["states"] = {name: dict(own) for name, own in self.states.items()}
+        values["wrapped_up"] = list(self.wrapped_up) if self.wrapped_up is not None else None
+        return RunSpending(**values)
 
     def to_dict(self) -> dict[str, Any]:
         """`{"cost_usd", "tokens": {kind: n}}` (+ `"unpriced": true` when some cost was
@@ -56,6 +84,10 @@ class RunSpending:
         }
         if not self.priced:
             out["unpriced"] = True
+        if self.states:
+            out["states"] = {name: dict(own) for name, own in self.states.items()}
+        if self.wrapped_up is not None:
+            out["wrapped_up"] = list(self.wrapped_up)
         return out
 
     @classmethod
@@ -63,11 +95,19 @@ class RunSpending:
         if not data:
             return cls()
         tokens = data.get("tokens") or {}
+        wrapped = data.get("wrapped_up")
         return cls(
             cost_usd=float(data.get("cost_usd") or 0.0),
             priced=not data.get("unpriced", False),
+            states={str(k): dict(v) for k, v in (data.get("states") or {}).items()},
+            wrapped_up=list(wrapped) if isinstance(wrapped, list) else None,
             **{kind: int(tokens.get(kind) or 0) for kind in TOKEN_KINDS},
         )
+
+
+def io_tokens(tokens: Mapping[str, int]) -> int:
+    """Input + output tokens of one call's tokens by kind."""
+    return int(tokens.get("input", 0)) + int(tokens.get("output", 0))
 
 
 def format_cost(cost_usd: float) -> str:

@@ -22,6 +22,7 @@ import dataclasses
 from collections.abc import Generator
 from typing import Any
 
+from little_loops.fsm.engine.budget_routes import budget_reached, budgeted_state, token_budget
 from little_loops.fsm.engine.child_binding import (
     ChildBindingError,
     bind_child_context,
@@ -48,6 +49,7 @@ from little_loops.fsm.engine.sub_loop_record import (
     restored_cursor,
 )
 from little_loops.fsm.interpolation import InterpolationError, interpolate
+from little_loops.fsm.model.budgets import with_budgets
 from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.model.log_names import action_log_name
 from little_loops.fsm.schema import FSMLoop
@@ -168,7 +170,7 @@ class _ChildRun:
             )
         budget = clamped_child_budget(
             self.loop.max_cost_usd,
-            run_budget=self.core.fsm.max_cost_usd,
+            run_budget=None if self.core.wrapping_up else self.core.fsm.max_cost_usd,
             run_spent=self.sc.cursor.spending.cost_usd,
         )
         fsm = dataclasses.replace(
@@ -178,6 +180,7 @@ class _ChildRun:
             max_cost_usd=budget,
             llm=self.core.choices.applied_to(self.loop.llm),  # §4.6: the run's LLM choices
         )
+        fsm = self._with_token_budget(fsm)
         guards = RunGuards(fsm)
         guards.loops_dir = self.core.guards.loops_dir
         if saved is None:
@@ -188,6 +191,19 @@ class _ChildRun:
         # HEAD §7.6: the rate-limit wait memory is the run's, shared with its sub-loops.
         cursor.head.rate_limit = self.sc.cursor.head.rate_limit
         return fsm, cursor, guards
+
+    def _with_token_budget(self, fsm: FSMLoop) -> FSMLoop:
+        """The child's `max_tokens`: clamped to what the run's token budget has left, as
+        its dollars are (a child of a run without one keeps its own)."""
+        run_tokens = token_budget(self.core.fsm)
+        if run_tokens is None or self.core.wrapping_up:  # a wrap-up's child: not held to it
+            return fsm
+        left = clamped_child_budget(
+            token_budget(fsm),
+            run_budget=run_tokens,
+            run_spent=self.sc.cursor.spending.budget_tokens,
+        )
+        return with_budgets(fsm, max_tokens=int(left or 0))
 
     def _nested(self, fsm: FSMLoop, cursor: RunCursor, guards: RunGuards) -> ChildRun:
         depth = self.frame.depth + 1
@@ -248,16 +264,18 @@ class _ChildRun:
     def _run_budget_spent(self, ended: ChildEnded) -> bool:
         """Whether the child stopped at the run's budget (not only its own): the whole
         run stops there, and a resume with a higher budget goes on inside the child."""
-        budget = self.core.fsm.max_cost_usd
-        if ended.ending.terminated_by != _BUDGET or budget is None:
+        if ended.ending.terminated_by != _BUDGET or self.core.wrapping_up:
             return False
-        return self.sc.cursor.spending.cost_usd + ended.spending.cost_usd >= budget
+        together = self.sc.cursor.spending.copy()
+        together.add(ended.spending.cost_usd, ended.spending.to_dict()["tokens"])
+        return budget_reached(self.core.fsm, together)
 
     def _roll_up(self, ended: ChildEnded) -> None:
         spent = ended.spending
         if spent.anything:
             parent = self.sc.cursor.spending
-            parent.add(spent.cost_usd, spent.to_dict()["tokens"])
+            state = budgeted_state(self.core.fsm, self.parent_state)  # its own budget
+            parent.add(spent.cost_usd, spent.to_dict()["tokens"], state=state)
             parent.priced = parent.priced and spent.priced
 
 

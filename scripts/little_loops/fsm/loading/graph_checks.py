@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from little_loops.fsm.loading.budget_checks import budget_targets
 from little_loops.fsm.loading.head_graph_checks import head_transition_errors, loop_level_targets
 from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
 from little_loops.fsm.model.head_loop import HeadStateConfig
@@ -133,12 +134,13 @@ def reachable_states(fsm: FSMLoop) -> set[str]:
         # A stall can happen in any state, so the recovery state is an edge from all.
         queue.append(fsm.on_stall)
     queue.extend(loop_level_targets(fsm))
+    queue.extend(budget_targets(fsm))  # addition: the loop's wrap-up, from anywhere
     while queue:
         name = queue.popleft()
         if name in reachable or name not in fsm.states:
             continue
         reachable.add(name)
-        targets = fsm.states[name].get_referenced_states()
+        targets = {*fsm.states[name].get_referenced_states(), *budget_targets(fsm, name)}
         queue.extend(target for target in targets if not _is_resolved_at_run_time(target))
     return reachable
 

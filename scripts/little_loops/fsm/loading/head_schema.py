@@ -31,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from little_loops.fsm.loading.budget_schema import with_budget_part
 from little_loops.fsm.loading.head_shape import (
     HEAD_EVALUATE_CHECKS,
     HEAD_LOOP_CHECKS,
@@ -515,6 +516,7 @@ def generate_schema(schema: dict[str, Any]) -> dict[str, Any]:
         head_llm=_head_llm(definitions),
         parameters=_parameters(),
     )
+    with_budget_part(generated)  # our addition, both dialects (docs/budgets.md)
     return generated
 
 

@@ -45,6 +45,7 @@ from typing import Any
 
 from little_loops.fsm.errors import LoopFileError, LoopValidationError
 from little_loops.fsm.loading.argument_limits import action_length_errors
+from little_loops.fsm.loading.budget_checks import budget_route_findings, budget_shape_findings
 from little_loops.fsm.loading.context_overrides import with_context_overrides
 from little_loops.fsm.loading.dialect import loop_dialect
 from little_loops.fsm.loading.duplicate_keys import duplicate_key_errors
@@ -64,6 +65,7 @@ from little_loops.fsm.loading.sub_loop_checks import sub_loop_findings
 from little_loops.fsm.loading.warn_once import warn_once_findings
 from little_loops.fsm.loading.warning_lines import warning_line
 from little_loops.fsm.loading.yaml_text import compose_yaml, construct_yaml
+from little_loops.fsm.model.budgets import legacy_loop_from_dict, split_budgets
 from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
 from little_loops.fsm.model.head_loop import HeadLoop, is_head
 from little_loops.fsm.model.head_parts import DIALECT_HEAD
@@ -121,6 +123,7 @@ def built_loop_findings(fsm: FSMLoop) -> list[ValidationError]:
     return [
         *validate_fsm(fsm),
         *head_loop_findings(fsm),
+        *budget_route_findings(fsm),
         *loop_name_errors(fsm.name),
         *interpolation_errors(fsm),
         *numeric_setting_errors(fsm),
@@ -132,8 +135,10 @@ def _loop_from_fsm_mapping(data: dict[str, Any], path: Path) -> FSMLoop:
     if loop_dialect(data) == DIALECT_HEAD:
         return _head_loop(data, path)
     _require_loop_fields(data, path)
-    _raise_if_errors(path, check_loop_mapping(data))
-    return _checked(FSMLoop.from_dict(data), path)
+    rest, _ = split_budgets(data)  # our budget keys are checked apart (`budget_checks`)
+    budget_findings = budget_shape_findings(data)
+    _raise_if_errors(path, [*check_loop_mapping(rest), *_errors(budget_findings)])
+    return _checked(legacy_loop_from_dict(data), path, budget_findings)
 
 
 def _head_loop(data: dict[str, Any], path: Path) -> HeadLoop:
@@ -145,7 +150,8 @@ def _head_loop(data: dict[str, Any], path: Path) -> HeadLoop:
     findings = [
         *flow_warnings,
         *fragment_findings,
-        *check_head_mapping(data),
+        *check_head_mapping(split_budgets(data)[0]),
+        *budget_shape_findings(data),
         *warn_once_findings(data),
     ]
     _raise_if_errors(path, _errors(findings))

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from little_loops.fsm.model.budgets import BudgetedLoop, legacy_loop_from_dict, split_budgets
 from little_loops.fsm.model.head_parts import (
     DIALECT_HEAD,
     FAILURE_TERMINAL_NAMES,
@@ -59,7 +60,7 @@ def is_head(loop: FSMLoop) -> bool:
 
 def loop_from_dict(data: dict[str, Any], dialect: str) -> FSMLoop:
     """A loop's `to_dict()` built again in its dialect (what a Temporal payload carries)."""
-    return HeadLoop.from_dict(data) if dialect == DIALECT_HEAD else FSMLoop.from_dict(data)
+    return HeadLoop.from_dict(data) if dialect == DIALECT_HEAD else legacy_loop_from_dict(data)
 
 
 def _put(out: dict[str, Any], key: str, value: Any) -> None:
@@ -292,7 +293,7 @@ _LOOP_KEYS = (
 
 
 @dataclass
-class HeadLoop(FSMLoop):
+class HeadLoop(BudgetedLoop):
     """A loop read in the HEAD dialect (§2.1). See the module docstring for the caps."""
 
     dialect: ClassVar[str] = DIALECT_HEAD
@@ -367,6 +368,7 @@ class HeadLoop(FSMLoop):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HeadLoop:
         """A resolved, checked HEAD mapping as a loop (types are not checked here)."""
+        data, budgets = split_budgets(data)  # our addition, read apart (`budgets`)
         legacy_keys = {key: value for key, value in data.items() if key not in ("states", "llm")}
         legacy_keys["max_iterations"] = data.get(
             "max_steps", data.get("max_iterations", DEFAULT_MAX_ITERATIONS)
@@ -393,6 +395,7 @@ class HeadLoop(FSMLoop):
             config=dict(data.get("config") or {}),
             max_steps_written="max_steps" in data,
             max_iterations_written="max_iterations" in data,
+            budgets=budgets,
             **_written(data, _LOOP_KEYS),
         )
 

@@ -2,18 +2,19 @@
 
 `ll-loop run`/`resume` may change a loop's limits and choices for one run (`-n`,
 `--max-steps`, `--max-continuations`, `--no-llm`, `--llm-model`, `--stall-threshold`,
-`--max-cost`, `--notify`), never the file. The CLI builds a `RunSettings` once and hands
-it to what runs the loop (the executor, or the Temporal backend); wherever a loop value is
-needed, `applied_to` gives a COPY of the loaded loop with them, so the loaded loop is never
-changed. `resumed` is the one rule for what a resume keeps of the saved run.
+`--max-cost`, `--max-tokens`, `--notify`), never the file. The CLI builds a `RunSettings`
+once and hands it to what runs the loop (the executor, or the Temporal backend); wherever a
+loop value is needed, `applied_to` gives a COPY of the loaded loop with them, so the loaded
+loop is never changed. `resumed` is the one rule for what a resume keeps of the saved run.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+from little_loops.fsm.model.budgets import with_budgets
 from little_loops.fsm.model.head_loop import HeadLoop
 from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
 from little_loops.fsm.schema import FSMLoop
@@ -32,8 +33,9 @@ class RunSettings:
     `max_iterations`); `max_continuations`: handoffs the run may be continued after;
     `choices`: `--no-llm`/`--llm-model`, for the loop and every sub-loop; `stall_threshold`
     (0: no stall guard); `max_cost_usd`: the budget in dollars; `notify`: the command told
-    when the run ends or waits ("": none). The last two are saved with the run, so a resume
-    that does not give them anew keeps them (`resumed`).
+    when the run ends or waits ("": none); `max_tokens`: the budget in input + output
+    tokens. The budgets and `notify` are saved with the run, so a resume that does not give
+    them anew keeps them (`resumed`).
     """
 
     max_iterations: int | None = None
@@ -43,6 +45,7 @@ class RunSettings:
     stall_threshold: int | None = None
     max_cost_usd: float | None = None
     notify: str | None = None
+    max_tokens: int | None = None
 
     def applied_to(self, loop: _Loop) -> _Loop:
         """A copy of `loop` as this run uses it (`loop` itself is left as it is)."""
@@ -56,7 +59,10 @@ class RunSettings:
             changes["max_cost_usd"] = self.max_cost_usd
         if self.notify is not None:
             changes["notify"] = self.notify or None
-        return dataclasses.replace(loop, **changes)
+        applied = dataclasses.replace(loop, **changes)
+        if self.max_tokens is None:
+            return applied
+        return cast(_Loop, with_budgets(applied, max_tokens=self.max_tokens))
 
     def _caps(self, loop: FSMLoop) -> dict[str, Any]:
         if isinstance(loop, HeadLoop):
@@ -79,13 +85,17 @@ class RunSettings:
             caps["max_iterations"] = self.max_iterations
         return caps
 
-    def resumed(self, *, max_cost_usd: float | None, notify: str | None) -> RunSettings:
-        """The settings of a resume of a run saved with `max_cost_usd` and `notify`: the
-        run's `--max-cost` and `--notify` hold again unless given anew."""
+    def resumed(
+        self, *, max_cost_usd: float | None, notify: str | None, max_tokens: int | None = None
+    ) -> RunSettings:
+        """The settings of a resume of a run saved with `max_cost_usd`, `notify` and
+        `max_tokens`: the run's `--max-cost`, `--notify` and `--max-tokens` hold again
+        unless given anew."""
         return dataclasses.replace(
             self,
             max_cost_usd=self.max_cost_usd if self.max_cost_usd is not None else max_cost_usd,
             notify=self.notify if self.notify is not None else notify,
+            max_tokens=self.max_tokens if self.max_tokens is not None else max_tokens,
         )
 
 

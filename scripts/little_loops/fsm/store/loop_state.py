@@ -106,6 +106,7 @@ _FIELD_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "context_overrides": (_is_string_map, "an object of strings"),
     "spending": (_is_object, "an object"),
     "max_cost_usd": (_optional(_is_number), "a number or null"),
+    "max_tokens": (_optional(_is_int), "an integer or null"),
     "notify": (_optional(_is_str), "a string or null"),
     "limit_wait": (_optional(_is_limit_wait), "an object with a numeric 'until', or null"),
     "head": (_optional(_is_object), "an object or null"),
@@ -233,6 +234,8 @@ class LoopState:
     # What a HEAD-dialect loop's run keeps besides (`engine.head_memory.HeadMemory` as a
     # dict: retry counts, caps, sub-loops under way, ...). Written when not empty.
     head: dict[str, Any] = field(default_factory=dict)
+    # Addition: the budget given with `run --max-tokens`, kept so `resume` keeps it.
+    max_tokens: int | None = None
 
     def current_iteration(self) -> int:
         """The iteration number `current_state` runs as.
@@ -285,6 +288,8 @@ class LoopState:
             out["notify"] = self.notify
         if self.head:
             out["head"] = self.head
+        if self.max_tokens is not None:
+            out["max_tokens"] = self.max_tokens
         return out
 
     @classmethod
@@ -332,4 +337,5 @@ class LoopState:
             max_cost_usd=data.get("max_cost_usd"),
             notify=data.get("notify"),
             head=data.get("head") or {},
+            max_tokens=data.get("max_tokens"),
         )

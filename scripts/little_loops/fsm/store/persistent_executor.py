@@ -524,6 +524,7 @@ class PersistentExecutor:
             max_cost_usd=self.budget_override,
             notify=self.notify_override,
             head=_capped_head(executor.cursor.head.to_dict()),
+            max_tokens=self.settings.max_tokens,
         )
 
     def _spending(self) -> dict[str, Any]:
@@ -713,9 +714,11 @@ class PersistentExecutor:
         )
 
     def _restore_command_line(self, state: LoopState) -> None:
-        """The run's `--max-cost` and `--notify` hold again unless given anew
-        (`RunSettings.resumed`): the run goes on with a copy of its loop that has them."""
-        settings = self.settings.resumed(max_cost_usd=state.max_cost_usd, notify=state.notify)
+        """The run's `--max-cost`, `--max-tokens` and `--notify` hold again unless given
+        anew (`RunSettings.resumed`): the run goes on with a copy of its loop that has them."""
+        settings = self.settings.resumed(
+            max_cost_usd=state.max_cost_usd, notify=state.notify, max_tokens=state.max_tokens
+        )
         if settings == self.settings:
             return
         notify_restored = settings.notify != self.settings.notify

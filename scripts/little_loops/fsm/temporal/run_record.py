@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from little_loops.fsm.engine.budget_routes import token_budget
 from little_loops.fsm.engine.context import RunCursor
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.schema import FSMLoop
@@ -127,6 +128,7 @@ class RunRecord:
             max_cost_usd=self.budget_override,
             notify=self.notify_override,
             head=cursor.head.to_dict(),
+            max_tokens=token_budget(self.fsm),  # the run's, kept on resume
         )
 
     def take_resume(self, signal: ResumeSignal) -> None:
