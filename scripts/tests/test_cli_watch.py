@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -271,6 +272,8 @@ def test_watch_help_names_the_exit_codes() -> None:
 
 # --- in this process (the same paths, measured by coverage) -------------------------------
 
+GATE_WAIT = "until [ -e gate ]; do sleep 0.05; done"
+
 SHORT_LOOP = """\
 name: short
 initial: first
@@ -288,11 +291,18 @@ def test_watch_in_process_follows_a_background_run_to_its_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    write_loop(tmp_path, "short", SHORT_LOOP)
+    # The run waits on a gate opened a while after `watch` starts: under load a fixed
+    # 0.5 s sleep ended before `status` had even seen the run under way.
+    write_loop(tmp_path, "short", SHORT_LOOP.replace("sleep 0.5", GATE_WAIT))
     start_in_background(tmp_path, "short")
-    code, out, _ = cli_in_process(capsys, "watch", "short", "-v")
+    opener = threading.Timer(2.0, (tmp_path / "gate").touch)
+    opener.start()
+    try:
+        code, out, _ = cli_in_process(capsys, "watch", "short", "-v")
+    finally:
+        opener.cancel()
     assert code == 0
-    assert "[1/5] first -> echo one; sleep 0.5; echo two\n" in out
+    assert f"[1/5] first -> echo one; {GATE_WAIT}; echo two\n" in out
     assert "       | two\n       ✓ success\n       -> done (Ns)\n" in out
     assert out.endswith("\nLoop completed: done (1 iteration, Ns)\n")
 
