@@ -86,6 +86,19 @@ def _stop(a: argparse.Namespace) -> int:
     return backend_for(a.engine).stop(a.loop)
 
 
+def _approve(a: argparse.Namespace) -> int:
+    from little_loops.fsm.model.approval import ApprovalAnswer
+
+    answer = ApprovalAnswer("yes") if a.edit is None else ApprovalAnswer("edit", text=a.edit)
+    return backend_for(a.engine).answer(a.loop, answer)
+
+
+def _reject(a: argparse.Namespace) -> int:
+    from little_loops.fsm.model.approval import ApprovalAnswer
+
+    return backend_for(a.engine).answer(a.loop, ApprovalAnswer("no", reason=a.reason))
+
+
 def _history(a: argparse.Namespace) -> int:
     from little_loops.cli.history_query import EventFilter
 
@@ -162,6 +175,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "list": _list,
     "status": _status,
     "stop": _stop,
+    "approve": _approve,
+    "reject": _reject,
     "history": _history,
     "show": _show,
     "schema": _schema,
