@@ -1,0 +1,202 @@
+"""A person's approval on Temporal (issue 26 item 2): the wait is the `approval` signal
+with a durable timer. On the time-skipping server (a one-day timeout skipped, the answer
+as a signal, a stop while waiting then a resumed wait) and on the dev server through
+`ll-loop worker` and the real `ll-loop run` / `approve` / `reject` commands."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from fixtures.cli_support import LL_LOOP, normalize, run_cli, write_loop
+from fixtures.temporal_servers import TimeSkipping
+from fixtures.temporal_workers import Worker, wait_until
+
+try:
+    from temporalio.worker import Worker as InProcessWorker
+    from workflow_support import checkout_with, run_input, runs_for
+
+    from little_loops.fsm.model.approval import ApprovalAnswer, PendingApproval
+    from little_loops.fsm.temporal.activities import ACTIVITIES
+    from little_loops.fsm.temporal.approvals import ApprovalSignal
+    from little_loops.fsm.temporal.payloads import RunOutcome
+    from little_loops.fsm.temporal.worker import workflow_runner
+    from little_loops.fsm.temporal.workflow import LoopWorkflow
+except ImportError:  # no temporalio: the server fixture skips, or fails in CI, saying so
+    pass
+
+WAIT_SECONDS = 120.0
+
+DAY_LOOP = """\
+name: daylong
+initial: build
+states:
+  build:
+    action: echo run >> builds.txt; printf candidate-7
+    capture: build
+    next: review
+  review:
+    action_type: human_approval
+    action: "Ship ${captured.build.output}?"
+    timeout: 86400
+    on_yes: ship
+    on_no: rework
+    on_edit: revise
+  ship:
+    action: echo shipped
+    next: done
+  rework:
+    action: "echo reworked: ${captured.review.reason}"
+    next: done
+  revise:
+    action: "echo revised: ${captured.review.edit}"
+    next: done
+  done:
+    terminal: true
+"""
+
+
+async def _events(handle: Any) -> list[dict[str, Any]]:
+    page = await handle.query(LoopWorkflow.events, 0)
+    return list(page.events)
+
+
+async def _until_event(handle: Any, kind: str) -> None:
+    async with asyncio.timeout(WAIT_SECONDS):
+        while not any(event["event"] == kind for event in await _events(handle)):
+            await asyncio.sleep(0.1)
+
+
+def _worker(runs: Any) -> Any:
+    return InProcessWorker(
+        runs.client,
+        task_queue=runs.task_queue,
+        workflows=[LoopWorkflow],
+        activities=ACTIVITIES,
+        workflow_runner=workflow_runner(),
+    )
+
+
+def _kinds(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [event for event in events if event["event"] == kind]
+
+
+def test_a_one_day_timeout_is_a_durable_timer_skipped_and_routes_on_no(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    checkout = checkout_with(tmp_path, "daylong", DAY_LOOP)
+    runs = runs_for(time_skipping, checkout)
+
+    async def scenario() -> tuple[RunOutcome, list[dict[str, Any]]]:
+        async with _worker(runs):
+            handle = await runs.start(run_input(runs, "daylong"))
+            outcome: RunOutcome = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+            return outcome, await _events(handle)
+
+    outcome, events = time_skipping.run(scenario())
+
+    assert (outcome.state["status"], outcome.state["current_state"]) == ("completed", "done")
+    answered = _kinds(events, "approval_answered")
+    assert [(e["answer"], e["verdict"]) for e in answered] == [("timeout", "no")]
+    asked = _kinds(events, "approval_needed")[0]
+    waited = datetime.fromisoformat(answered[0]["ts"]) - datetime.fromisoformat(asked["ts"])
+    assert timedelta(days=1) <= waited < timedelta(days=1, minutes=1)  # workflow time
+    assert _kinds(events, "action_start")[-1]["action"] == "echo reworked: "
+
+
+def test_the_answer_is_a_signal_and_a_stopped_wait_resumes_without_asking_again(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    checkout = checkout_with(tmp_path, "daylong", DAY_LOOP)
+    runs = runs_for(time_skipping, checkout)
+
+    async def scenario() -> tuple[dict[str, Any], RunOutcome, RunOutcome, list[dict[str, Any]]]:
+        async with _worker(runs):
+            handle = await runs.start(run_input(runs, "daylong"))
+            await _until_event(handle, "approval_needed")
+            waiting: dict[str, Any] = await runs.status("daylong") or {}
+            await runs.stop("daylong")
+            stopped: RunOutcome = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+            before = await _events(handle)
+            resumed = await runs.start(run_input(runs, "daylong", carry=stopped.carry))
+            await _until_event(resumed, "approval_waiting")
+            pending = PendingApproval.from_dict(stopped.state["head"]["approval"])
+            assert pending is not None
+            answer = ApprovalAnswer("edit", text="ship 7b")
+            await runs.answer("daylong", ApprovalSignal.of(pending, answer))
+            done: RunOutcome = await asyncio.wait_for(resumed.result(), WAIT_SECONDS)
+            return waiting, stopped, done, [*before, *await _events(resumed)]
+
+    waiting, stopped, done, events = time_skipping.run(scenario())
+
+    assert waiting["status"] == "awaiting_approval"
+    assert waiting["head"]["approval"]["question"] == "Ship candidate-7?"
+    assert (stopped.state["status"], stopped.state["terminated_by"]) == ("interrupted", "signal")
+    assert done.state["status"] == "completed"
+    # Asked once, before the stop; the resumed run waits for the same question.
+    assert [e["event"] for e in events if e["event"].startswith("approval_")] == [
+        "approval_needed",
+        "approval_waiting",
+        "approval_answered",
+    ]
+    assert [e["verdict"] for e in _kinds(events, "approval_answered")] == ["edit"]
+    assert [e["action"] for e in _kinds(events, "action_start")][-1] == "echo revised: ship 7b"
+    assert (checkout / "builds.txt").read_text() == "run\n"  # build ran once
+
+
+# --- the dev server, `ll-loop worker` and the real commands ------------------------------
+
+
+def _start_run(root: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [str(LL_LOOP), "run", "daylong"],
+        cwd=root,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _awaiting(root: Path, env: dict[str, str]) -> bool:
+    status = run_cli(root, "status", "daylong", "--json", env=env)
+    return status.returncode == 0 and json.loads(status.stdout)["status"] == "awaiting_approval"
+
+
+def test_on_the_dev_server_approve_reaches_the_run_even_after_its_worker_was_killed(
+    env: dict[str, str], workers: list[Worker], tmp_path: Path
+) -> None:
+    checkout = tmp_path / "remote"
+    checkout.mkdir()
+    write_loop(checkout, "daylong", DAY_LOOP)
+    workers.append(Worker(checkout, env))
+    run = _start_run(checkout, env)
+    try:
+        wait_until(lambda: _awaiting(checkout, env), "the question")
+        status = run_cli(checkout, "status", "daylong", env=env).stdout
+        workers[0].kill()  # kill -9 of the worker while the run waits
+        workers.append(Worker(checkout, env))
+        answered = run_cli(checkout, "reject", "daylong", "--reason", "not today", env=env)
+        out, err = run.communicate(timeout=WAIT_SECONDS)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    again = run_cli(checkout, "approve", "daylong", env=env)
+
+    assert "Awaiting approval: Ship candidate-7?" in status
+    assert answered.returncode == 0, answered.stderr
+    assert normalize(answered.stdout) == "[T] Rejected (not today): Ship candidate-7?\n"
+    assert run.returncode == 0, err
+    assert "Loop completed: done" in out
+    assert (checkout / "builds.txt").read_text() == "run\n"
+    history = run_cli(checkout, "history", "daylong", "--json", env=env)
+    events = json.loads(history.stdout)
+    assert len(_kinds(events, "approval_needed")) == 1
+    assert [e["action"] for e in _kinds(events, "action_start")][-1] == "echo reworked: not today"
+    assert again.returncode == 1
+    assert normalize(again.stderr) == "[T] Nothing waits for approval in loop 'daylong'\n"
