@@ -200,3 +200,22 @@ def test_on_the_dev_server_approve_reaches_the_run_even_after_its_worker_was_kil
     assert [e["action"] for e in _kinds(events, "action_start")][-1] == "echo reworked: not today"
     assert again.returncode == 1
     assert normalize(again.stderr) == "[T] Nothing waits for approval in loop 'daylong'\n"
+
+
+def test_the_recorded_approval_history_replays_and_covers_the_signal_and_the_timer() -> None:
+    """`scenario-approval` (recorded with `record_histories.py`): the `APPROVALS` patch
+    marker, the timeout's durable timer, the `approval` signal that cancelled it."""
+    from history_replay import HISTORIES_DIR, load_history, replay
+
+    history = load_history(HISTORIES_DIR / "scenario-approval.json")
+    kinds = [event.WhichOneof("attributes") for event in history.events]
+    result = asyncio.run(replay(history))
+
+    assert result.replay_failure is None
+    for kind in (
+        "marker_recorded_event_attributes",
+        "timer_started_event_attributes",
+        "workflow_execution_signaled_event_attributes",
+        "timer_canceled_event_attributes",
+    ):
+        assert kind in kinds
