@@ -470,3 +470,66 @@ def test_the_core_routes_each_answer_in_both_dialects(
         "loop_complete",
     ]
     assert executor.cursor.head.approval is None  # answered: nothing kept for resume
+
+
+# --- a question asked inside a sub-loop ----------------------------------------------------
+
+PARENT_LOOP = """\
+name: parent
+initial: prep
+max_steps: 20
+states:
+  prep:
+    action: echo prep >> preps.txt
+    next: sub
+  sub:
+    loop: child
+    on_yes: done
+    on_no: failed
+  done:
+    terminal: true
+  failed:
+    terminal: true
+"""
+
+CHILD_LOOP = """\
+name: child
+initial: ask
+max_steps: 10
+states:
+  ask:
+    action_type: human_approval
+    action: "Child asks?"
+    on_yes: ok
+    on_no: bad
+  ok:
+    terminal: true
+  bad:
+    terminal: true
+    failure: true
+"""
+
+
+def test_a_sub_loops_question_is_answered_through_the_parent_and_survives_kill_9(
+    tmp_path: Path, runs: list[subprocess.Popen[str]]
+) -> None:
+    write_loop(tmp_path, "parent", PARENT_LOOP)
+    write_loop(tmp_path, "child", CHILD_LOOP)
+    process = start(runs, tmp_path, "run", "parent")
+    wait_for(lambda: awaiting(tmp_path, "parent"), "the child's question")
+    status = run_cli(tmp_path, "status", "parent").stdout.splitlines()
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+
+    answered = run_cli(tmp_path, "reject", "parent")
+    resumed = run_cli(tmp_path, "resume", "parent")
+
+    assert status[3] == "Awaiting approval: Child asks?"
+    assert normalize(answered.stdout) == (
+        "[T] Rejected: Child asks? (kept for: ll-loop resume parent)\n"
+    )
+    assert resumed.returncode == 1  # `failed` is a HEAD failure terminal
+    assert resumed.stderr.startswith("Loop failed: failed (2 iterations")
+    assert (tmp_path / "preps.txt").read_text() == "prep\n"
+    assert len(named(tmp_path, "parent", "approval_needed")) == 1
+    assert named(tmp_path, "parent", "route")[-1]["to"] == "failed"

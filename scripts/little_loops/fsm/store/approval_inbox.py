@@ -35,8 +35,16 @@ def answer_path(running_dir: Path, loop_name: str) -> Path:
 
 
 def pending_question(head: dict[str, Any] | None) -> PendingApproval | None:
-    """The question a saved run waits on (its state file's `head.approval`), or None."""
-    return PendingApproval.from_dict((head or {}).get("approval"))
+    """The question a saved run waits on (its state file's `head.approval`, or that of
+    the deepest sub-loop under way that asked one), or None."""
+    head = head or {}
+    for place in reversed(head.get("sub_loops") or []):
+        counters = place.get("counters") if isinstance(place, dict) else None
+        inner = (counters or {}).get("head") or {}
+        pending = PendingApproval.from_dict(inner.get("approval"))
+        if pending is not None:
+            return pending
+    return PendingApproval.from_dict(head.get("approval"))
 
 
 def write_answer(path: Path, pending: PendingApproval, answer: ApprovalAnswer) -> None:
