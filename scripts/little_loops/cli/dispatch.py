@@ -15,7 +15,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from little_loops.cli.output import usage_error, write_error_line
-from little_loops.cli.run_backend import HistoryRequest, ResumeRequest, RunBackend, RunRequest
+from little_loops.cli.run_backend import (
+    ApprovalBackend,
+    HistoryRequest,
+    ResumeRequest,
+    RunBackend,
+    RunRequest,
+)
 from little_loops.cli.run_options import RunOptions
 
 __all__ = ["COMMANDS", "backend_for", "dispatch", "run_options"]
@@ -90,13 +96,19 @@ def _approve(a: argparse.Namespace) -> int:
     from little_loops.fsm.model.approval import ApprovalAnswer
 
     answer = ApprovalAnswer("yes") if a.edit is None else ApprovalAnswer("edit", text=a.edit)
-    return backend_for(a.engine).answer(a.loop, answer)
+    return _approval_backend(a.engine).answer(a.loop, answer)
 
 
 def _reject(a: argparse.Namespace) -> int:
     from little_loops.fsm.model.approval import ApprovalAnswer
 
-    return backend_for(a.engine).answer(a.loop, ApprovalAnswer("no", reason=a.reason))
+    return _approval_backend(a.engine).answer(a.loop, ApprovalAnswer("no", reason=a.reason))
+
+
+def _approval_backend(engine_flag: str | None) -> ApprovalBackend:
+    backend = backend_for(engine_flag)
+    assert isinstance(backend, ApprovalBackend)  # both backends answer approvals
+    return backend
 
 
 def _history(a: argparse.Namespace) -> int:

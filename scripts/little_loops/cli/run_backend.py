@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from little_loops.cli.run_options import RunOptions
     from little_loops.fsm.model.approval import ApprovalAnswer
 
-__all__ = ["HistoryRequest", "ResumeRequest", "RunBackend", "RunRequest"]
+__all__ = ["ApprovalBackend", "HistoryRequest", "ResumeRequest", "RunBackend", "RunRequest"]
 
 
 @dataclass(frozen=True)
@@ -78,10 +78,6 @@ class RunBackend(Protocol):
         """`ll-loop stop <loop>`."""
         ...
 
-    def answer(self, loop_arg: str, answer: ApprovalAnswer) -> int:
-        """`ll-loop approve <loop>` / `ll-loop reject <loop>` (a `human_approval` state)."""
-        ...
-
     def history(self, loop_arg: str, request: HistoryRequest) -> int:
         """`ll-loop history <loop>`."""
         ...
@@ -92,4 +88,15 @@ class RunBackend(Protocol):
 
     def watch(self, loop_arg: str, *, verbose: bool, wait: bool) -> int:
         """`ll-loop watch <loop>`."""
+        ...
+
+
+@runtime_checkable
+class ApprovalBackend(Protocol):
+    """Where the answer to a `human_approval` question goes (issue 26): both backends
+    are one too. Its own protocol beside `RunBackend`, whose methods are the commands
+    every engine has had from the start."""
+
+    def answer(self, loop_arg: str, answer: ApprovalAnswer) -> int:
+        """`ll-loop approve <loop>` / `ll-loop reject <loop>`."""
         ...

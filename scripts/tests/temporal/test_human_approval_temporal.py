@@ -17,14 +17,12 @@ from fixtures.temporal_servers import TimeSkipping
 from fixtures.temporal_workers import Worker, wait_until
 
 try:
-    from temporalio.worker import Worker as InProcessWorker
     from workflow_support import checkout_with, run_input, runs_for
 
     from little_loops.fsm.model.approval import ApprovalAnswer, PendingApproval
-    from little_loops.fsm.temporal.activities import ACTIVITIES
     from little_loops.fsm.temporal.approvals import ApprovalSignal
     from little_loops.fsm.temporal.payloads import RunOutcome
-    from little_loops.fsm.temporal.worker import workflow_runner
+    from little_loops.fsm.temporal.worker import build_worker
     from little_loops.fsm.temporal.workflow import LoopWorkflow
 except ImportError:  # no temporalio: the server fixture skips, or fails in CI, saying so
     pass
@@ -72,13 +70,7 @@ async def _until_event(handle: Any, kind: str) -> None:
 
 
 def _worker(runs: Any) -> Any:
-    return InProcessWorker(
-        runs.client,
-        task_queue=runs.task_queue,
-        workflows=[LoopWorkflow],
-        activities=ACTIVITIES,
-        workflow_runner=workflow_runner(),
-    )
+    return build_worker(runs.client, runs.task_queue)  # sub-loops' child workflow too
 
 
 def _kinds(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -115,21 +107,24 @@ def test_the_answer_is_a_signal_and_a_stopped_wait_resumes_without_asking_again(
     runs = runs_for(time_skipping, checkout)
 
     async def scenario() -> tuple[dict[str, Any], RunOutcome, RunOutcome, list[dict[str, Any]]]:
-        async with _worker(runs):
-            handle = await runs.start(run_input(runs, "daylong"))
-            await _until_event(handle, "approval_needed")
-            waiting: dict[str, Any] = await runs.status("daylong") or {}
-            await runs.stop("daylong")
-            stopped: RunOutcome = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
-            before = await _events(handle)
-            resumed = await runs.start(run_input(runs, "daylong", carry=stopped.carry))
-            await _until_event(resumed, "approval_waiting")
-            pending = PendingApproval.from_dict(stopped.state["head"]["approval"])
-            assert pending is not None
-            answer = ApprovalAnswer("edit", text="ship 7b")
-            await runs.answer("daylong", ApprovalSignal.of(pending, answer))
-            done: RunOutcome = await asyncio.wait_for(resumed.result(), WAIT_SECONDS)
-            return waiting, stopped, done, [*before, *await _events(resumed)]
+        # No time skipped here: the stopped run's wait must still be under way when it is
+        # resumed (a skip past its deadline would time it out, rightly).
+        with time_skipping.environment.auto_time_skipping_disabled():
+            async with _worker(runs):
+                handle = await runs.start(run_input(runs, "daylong"))
+                await _until_event(handle, "approval_needed")
+                waiting: dict[str, Any] = await runs.status("daylong") or {}
+                await runs.stop("daylong")
+                stopped: RunOutcome = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+                before = await _events(handle)
+                resumed = await runs.start(run_input(runs, "daylong", carry=stopped.carry))
+                await _until_event(resumed, "approval_waiting")
+                pending = PendingApproval.from_dict(stopped.state["head"]["approval"])
+                assert pending is not None
+                answer = ApprovalAnswer("edit", text="ship 7b")
+                await runs.answer("daylong", ApprovalSignal.of(pending, answer))
+                done: RunOutcome = await asyncio.wait_for(resumed.result(), WAIT_SECONDS)
+                return waiting, stopped, done, [*before, *await _events(resumed)]
 
     waiting, stopped, done, events = time_skipping.run(scenario())
 
@@ -219,3 +214,73 @@ def test_the_recorded_approval_history_replays_and_covers_the_signal_and_the_tim
         "timer_canceled_event_attributes",
     ):
         assert kind in kinds
+
+
+SUB_PARENT = """\
+name: parent
+initial: prep
+max_steps: 20
+states:
+  prep:
+    action: echo prep >> preps.txt
+    next: sub
+  sub:
+    loop: child
+    on_yes: done
+    on_no: failed
+  done:
+    terminal: true
+  failed:
+    terminal: true
+"""
+
+SUB_CHILD = """\
+name: child
+initial: ask
+max_steps: 10
+states:
+  ask:
+    action_type: human_approval
+    action: "Child asks?"
+    timeout: 86400
+    on_yes: ok
+    on_no: bad
+  ok:
+    terminal: true
+  bad:
+    terminal: true
+    failure: true
+"""
+
+
+def test_a_sub_loops_question_in_a_child_workflow_is_answered_through_the_parent(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    checkout = checkout_with(tmp_path, "parent", SUB_PARENT)
+    write_loop(checkout, "child", SUB_CHILD)
+    runs = runs_for(time_skipping, checkout)
+
+    async def scenario() -> tuple[dict[str, Any], RunOutcome]:
+        with time_skipping.environment.auto_time_skipping_disabled():  # as above
+            async with _worker(runs):
+                handle = await runs.start(run_input(runs, "parent"))
+                async with asyncio.timeout(WAIT_SECONDS):
+                    while (waiting := await runs.status("parent") or {}).get(
+                        "status"
+                    ) != "awaiting_approval":
+                        await asyncio.sleep(0.1)
+                from little_loops.fsm.store.approval_inbox import pending_question
+
+                pending = pending_question(waiting.get("head"))
+                assert pending is not None
+                await runs.answer("parent", ApprovalSignal.of(pending, ApprovalAnswer("yes")))
+                done: RunOutcome = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+                return waiting, done
+
+    waiting, done = time_skipping.run(scenario())
+
+    assert waiting["head"]["sub_loops"][0]["counters"]["head"]["approval"]["question"] == (
+        "Child asks?"
+    )
+    assert (done.state["status"], done.state["current_state"]) == ("completed", "done")
+    assert (checkout / "preps.txt").read_text() == "prep\n"

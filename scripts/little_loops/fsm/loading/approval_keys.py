@@ -14,12 +14,23 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from little_loops.fsm.loading.value_checks import ValueCheck
 from little_loops.fsm.model.approval import APPROVAL_ROUTE_KEYS, HUMAN_APPROVAL, is_approval
 from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
 from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.schema import FSMLoop, StateConfig
 
-__all__ = ["approval_findings", "fold_legacy_approvals"]
+__all__ = ["approval_findings", "fold_legacy_approvals", "or_approval"]
+
+
+def or_approval(check: ValueCheck) -> ValueCheck:
+    """`check` of `action_type` that also takes `human_approval` (our addition: the
+    dialects' own messages, which list their types, stay as they were)."""
+
+    def checked(value: Any) -> str | None:
+        return None if value == HUMAN_APPROVAL else check(value)
+
+    return checked
 
 
 def fold_legacy_approvals(data: dict[str, Any]) -> tuple[dict[str, Any], list[ValidationError]]:

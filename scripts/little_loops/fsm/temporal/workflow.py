@@ -210,9 +210,11 @@ class LoopWorkflow:
         self._keep_event(event)  # the worker that runs the retry logs it
 
     @workflow.signal(name=APPROVAL_SIGNAL)
-    def approval(self, signal: ApprovalSignal) -> None:
-        """`ll-loop approve`/`reject`: the answer to the question the run waits on."""
+    async def approval(self, signal: ApprovalSignal) -> None:
+        """`ll-loop approve`/`reject`: the answer to the question the run waits on, or
+        that a sub-loop's child workflow under way waits on (passed on to it)."""
         self._approvals.receive(signal)
+        await self._children.forward(APPROVAL_SIGNAL, signal)
 
     @workflow.query
     def status(self) -> dict[str, Any] | None:
