@@ -82,5 +82,8 @@ def test_a_background_run_leaves_the_callers_session_and_outlives_its_shell(
         os.killpg(shell.pid, signal.SIGHUP)
     (tmp_path / "go").touch()
     _wait_for("the background run to finish", lambda: _status(tmp_path) == "completed")
-    log = (tmp_path / ".loops/.running/waiting.log").read_text()
+    log_file = tmp_path / ".loops/.running/waiting.log"
+    # The state file says completed a moment before the summary reaches the log.
+    _wait_for("the summary in the log", lambda: "\nLoop completed: " in log_file.read_text())
+    log = log_file.read_text()
     assert "\nLoop completed: done (1 iteration, " in log

@@ -39,6 +39,8 @@ SUBCOMMANDS = (
     "list",
     "status",
     "stop",
+    "approve",
+    "reject",
     "resume",
     "history",
     "show",
@@ -368,6 +370,7 @@ def _add_state_commands(sub: Subparsers) -> None:
     stop = sub.add_parser("stop", help="stop a running loop")
     stop.add_argument("loop", help=where)
     _add_engine_option(stop)
+    _add_answer_commands(sub, where)
     _add_history(sub, where)
     watch = _documented_parser(sub, "watch", "follow a run from another terminal")
     _add_engine_option(watch)
@@ -378,6 +381,26 @@ def _add_state_commands(sub: Subparsers) -> None:
         action="store_true",
         help="if no run is under way (none yet, finished or paused), wait for one and follow it",
     )
+
+
+def _add_answer_commands(sub: Subparsers, where: str) -> None:
+    """`approve`, `reject`: answer the question a `human_approval` state waits on."""
+    approve = sub.add_parser(
+        "approve", help="approve what a run waits on (human_approval); exit 1 if none waits"
+    )
+    approve.add_argument("loop", help=where)
+    approve.add_argument(
+        "--edit",
+        metavar="TEXT",
+        help="approve with changes: the state's on_edit route, TEXT in ${captured.<state>.edit}",
+    )
+    _add_engine_option(approve)
+    reject = sub.add_parser(
+        "reject", help="reject what a run waits on (human_approval); exit 1 if none waits"
+    )
+    reject.add_argument("loop", help=where)
+    reject.add_argument("--reason", metavar="TEXT", help="why (${captured.<state>.reason})")
+    _add_engine_option(reject)
 
 
 def _add_history(sub: Subparsers, where: str) -> None:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from little_loops.cli import orphans
+from little_loops.cli.approval_text import approval_json, approval_lines
 from little_loops.cli.error_list import error_lines
 from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.liveness import Owner, describe_status, owner_of, process_alive
@@ -34,7 +35,7 @@ UNFINISHED_TITLE = "Unfinished runs:"
 
 
 def _state_json(state: LoopState) -> dict[str, Any]:
-    return {**state.to_dict(), "process_alive": process_alive(state)}
+    return {**state.to_dict(), "process_alive": process_alive(state), **approval_json(state)}
 
 
 # --- list ------------------------------------------------------------------------------
@@ -175,6 +176,7 @@ def status_lines(
         f"Status: {describe_status(state, loop_arg)}{stop_reason(state)}",
         *_orphan_lines(state),
         f"Current state: {state.current_state}",
+        *approval_lines(state, loop_arg),
         f"Iteration: {state.current_iteration()}",
         f"Started: {state.started_at}",
         f"Updated: {state.updated_at}",

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from little_loops.cli.approval_prompt import TerminalApprovals
 from little_loops.cli.background import log_path_for, refuse_unresumable, start_detached
 from little_loops.cli.cap_text import cap_line
 from little_loops.cli.context_check import unused_context_warnings
@@ -40,6 +41,7 @@ from little_loops.cli.state_efforts import state_efforts
 from little_loops.fsm.errors import RunFilesError
 from little_loops.fsm.executor import ExecutionResult
 from little_loops.fsm.judging.llm_needs import run_refusal
+from little_loops.fsm.model.approval import asks_a_person
 from little_loops.fsm.model.head_loop import HeadLoop
 from little_loops.fsm.persistence import (
     RUNNING_DIR,
@@ -275,7 +277,7 @@ def _executor(
     *,
     context_overrides: Mapping[str, Any] | None = None,
 ) -> PersistentExecutor:
-    return PersistentExecutor(
+    executor = PersistentExecutor(
         fsm,
         persistence,
         settings=options.settings,
@@ -286,6 +288,9 @@ def _executor(
         # on a chatty action even when it does nothing.
         output_callback=display.on_output_line if display.enabled and display.verbose else None,
     )
+    if asks_a_person(fsm) and sys.stdin.isatty() and sys.stdout.isatty():
+        executor.add_approval_inbox(TerminalApprovals(sys.stdin))  # y/n/e typed here
+    return executor
 
 
 def resume_header(saved: LoopState, fsm: FSMLoop) -> list[str]:

@@ -15,7 +15,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from little_loops.cli.output import usage_error, write_error_line
-from little_loops.cli.run_backend import HistoryRequest, ResumeRequest, RunBackend, RunRequest
+from little_loops.cli.run_backend import (
+    ApprovalBackend,
+    HistoryRequest,
+    ResumeRequest,
+    RunBackend,
+    RunRequest,
+)
 from little_loops.cli.run_options import RunOptions
 
 __all__ = ["COMMANDS", "backend_for", "dispatch", "run_options"]
@@ -85,6 +91,25 @@ def _status(a: argparse.Namespace) -> int:
 
 def _stop(a: argparse.Namespace) -> int:
     return backend_for(a.engine).stop(a.loop)
+
+
+def _approve(a: argparse.Namespace) -> int:
+    from little_loops.fsm.model.approval import ApprovalAnswer
+
+    answer = ApprovalAnswer("yes") if a.edit is None else ApprovalAnswer("edit", text=a.edit)
+    return _approval_backend(a.engine).answer(a.loop, answer)
+
+
+def _reject(a: argparse.Namespace) -> int:
+    from little_loops.fsm.model.approval import ApprovalAnswer
+
+    return _approval_backend(a.engine).answer(a.loop, ApprovalAnswer("no", reason=a.reason))
+
+
+def _approval_backend(engine_flag: str | None) -> ApprovalBackend:
+    backend = backend_for(engine_flag)
+    assert isinstance(backend, ApprovalBackend)  # both backends answer approvals
+    return backend
 
 
 def _history(a: argparse.Namespace) -> int:
@@ -169,6 +194,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "list": _list,
     "status": _status,
     "stop": _stop,
+    "approve": _approve,
+    "reject": _reject,
     "history": _history,
     "show": _show,
     "schema": _schema,

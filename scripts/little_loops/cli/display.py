@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+from little_loops.cli.approval_text import answer_hint
 from little_loops.cli.live_line import ActivityLine
 from little_loops.cli.output import GREEN, NO_PROMPT, RED, paint, silence_stdout, write_line
 from little_loops.cli.spending_text import cost_of_event, reset_phrase
@@ -97,6 +98,7 @@ class ProgressDisplay:
         # keeps its own state start (the parent's `loop:` state spans its child's).
         self._depth = 0
         self._started_at_depth: dict[int, float] = {}
+        self._loop_name: str | None = None  # the run's own (`loop_start`), for hints
 
     @property
     def _pad(self) -> str:
@@ -386,7 +388,22 @@ class ProgressDisplay:
             "(signals are read from stdout: echo it there)"
         )
 
+    def _approval_needed(self, event: dict[str, Any]) -> None:
+        """A `human_approval` question (asked now, or again after a resume)."""
+        self._finish_line()
+        self.activity.stop()
+        write_line(f"{self._indent}? {one_line(event.get('question', ''))}")
+        write_line(f"{self._indent}awaiting approval: {answer_hint(self._loop_name or '<loop>')}")
+
+    def _approval_answered(self, event: dict[str, Any]) -> None:
+        self._finish_line()
+        said = event.get("edit") or event.get("reason")
+        more = f": {one_line(said)}" if said else ""
+        write_line(f"{self._indent}answer: {event.get('answer', '?')}{more}")
+
     def _loop_start(self, event: dict[str, Any]) -> None:
+        if not self._depth:
+            self._loop_name = str(event.get("loop") or "") or None
         if self._depth:  # a sub-loop starting (the run's own start has the preamble)
             self._finish_line()
             write_line(f"{self._pad}sub-loop {event.get('loop', '?')}")
@@ -423,6 +440,9 @@ _HANDLERS = {
     "rate_limit_backoff": ProgressDisplay._rate_limit_backoff,
     "rate_limit_waiting": ProgressDisplay._rate_limit_waiting,
     "rate_limit_exhausted": ProgressDisplay._rate_limit_exhausted,
+    "approval_needed": ProgressDisplay._approval_needed,
+    "approval_waiting": ProgressDisplay._approval_needed,
+    "approval_answered": ProgressDisplay._approval_answered,
     "loop_start": ProgressDisplay._loop_start,
     "loop_complete": ProgressDisplay._loop_complete,
 }

@@ -8,6 +8,7 @@ from enum import Enum
 
 from little_loops.cli.resolve import LOOPS_DIR
 from little_loops.cli.spending_text import reset_phrase
+from little_loops.fsm.model.approval import AWAITING_APPROVAL
 from little_loops.fsm.persistence import RUNNING_DIR, LoopState, is_process_alive
 from little_loops.fsm.store.locking import lock_file_exists, read_holder
 from little_loops.fsm.store.run_history import LIVE_STATUSES, WAITING
@@ -55,6 +56,8 @@ def describe_status(state: LoopState, loop_arg: str) -> str:
 
 
 def _live_word(state: LoopState) -> str:
+    if state.status == AWAITING_APPROVAL:
+        return "awaiting approval"
     wait = state.limit_wait
     if state.status != WAITING or not wait:
         return "running"

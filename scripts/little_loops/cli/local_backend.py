@@ -16,6 +16,7 @@ from little_loops.cli.output import usage_error, write_error_line
 if TYPE_CHECKING:
     from little_loops.cli.run_backend import HistoryRequest, ResumeRequest, RunRequest
     from little_loops.cli.run_options import RunOptions
+    from little_loops.fsm.model.approval import ApprovalAnswer
 
 __all__ = ["LocalBackend", "check_running_dir"]
 
@@ -63,6 +64,12 @@ class LocalBackend:
 
         check_running_dir()
         return stop_command(loop_arg)
+
+    def answer(self, loop_arg: str, answer: ApprovalAnswer) -> int:
+        from little_loops.cli.cmd_approve import answer_command
+
+        check_running_dir()
+        return answer_command(loop_arg, answer)
 
     def history(self, loop_arg: str, request: HistoryRequest) -> int:
         from little_loops.cli.cmd_history import history_command

@@ -1,10 +1,11 @@
 """The one seam between the commands and where runs live: `RunBackend`.
 
-`run`, `resume`, `status`, `stop`, `history` and `list --running` are the commands whose
-work depends on the engine; the dispatch picks a backend once (`--engine`, `LL_ENGINE`)
-and calls it, never branching on the engine itself. `local_backend.LocalBackend` keeps runs
-on this machine (`.loops/.running/`); `temporal_backend.TemporalBackend` on a Temporal
-server. Each backend refuses, as a usage error (exit 2), the flags it has no use for.
+`run`, `resume`, `status`, `stop`, `approve`/`reject`, `history` and `list --running` are
+the commands whose work depends on the engine; the dispatch picks a backend once
+(`--engine`, `LL_ENGINE`) and calls it, never branching on the engine itself.
+`local_backend.LocalBackend` keeps runs on this machine (`.loops/.running/`);
+`temporal_backend.TemporalBackend` on a Temporal server. Each backend refuses, as a
+usage error (exit 2), the flags it has no use for.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from little_loops.cli.history_query import EventFilter
     from little_loops.cli.run_options import RunOptions
+    from little_loops.fsm.model.approval import ApprovalAnswer
 
-__all__ = ["HistoryRequest", "ResumeRequest", "RunBackend", "RunRequest"]
+__all__ = ["ApprovalBackend", "HistoryRequest", "ResumeRequest", "RunBackend", "RunRequest"]
 
 
 @dataclass(frozen=True)
@@ -86,4 +88,15 @@ class RunBackend(Protocol):
 
     def watch(self, loop_arg: str, *, verbose: bool, wait: bool) -> int:
         """`ll-loop watch <loop>`."""
+        ...
+
+
+@runtime_checkable
+class ApprovalBackend(Protocol):
+    """Where the answer to a `human_approval` question goes (issue 26): both backends
+    are one too. Its own protocol beside `RunBackend`, whose methods are the commands
+    every engine has had from the start."""
+
+    def answer(self, loop_arg: str, answer: ApprovalAnswer) -> int:
+        """`ll-loop approve <loop>` / `ll-loop reject <loop>`."""
         ...

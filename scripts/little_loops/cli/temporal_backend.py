@@ -14,6 +14,7 @@ from little_loops.cli.output import usage_error
 if TYPE_CHECKING:
     from little_loops.cli.run_backend import HistoryRequest, ResumeRequest, RunRequest
     from little_loops.cli.run_options import RunOptions
+    from little_loops.fsm.model.approval import ApprovalAnswer
 
 __all__ = ["TemporalBackend"]
 
@@ -34,6 +35,9 @@ class TemporalBackend:
 
     def stop(self, loop_arg: str) -> int:
         return temporal_engine.stop_temporal(loop_arg)
+
+    def answer(self, loop_arg: str, answer: ApprovalAnswer) -> int:
+        return temporal_engine.answer_temporal(loop_arg, answer)
 
     def history(self, loop_arg: str, request: HistoryRequest) -> int:
         if request.list_runs or request.run is not None:

@@ -32,6 +32,7 @@ from little_loops.cli.exit_codes import FAILED, INTERRUPTED, OK, USAGE
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved, loop_name_for
 from little_loops.fsm.errors import LoopError
+from little_loops.fsm.model.approval import AWAITING_APPROVAL, ApprovalAnswer
 from little_loops.fsm.store.state_files import RUNNING_DIR
 
 if TYPE_CHECKING:
@@ -421,6 +422,28 @@ def stop_temporal(loop_arg: str) -> int:
         return OK
 
     return _run_async(stop)
+
+
+def answer_temporal(loop_arg: str, answer: ApprovalAnswer) -> int:
+    """`ll-loop approve|reject --engine temporal <loop>`: signal the answer to the
+    question the open workflow waits on (exit 1 with one line when none waits)."""
+    from little_loops.cli.cmd_approve import answered_line, nothing_waits
+    from little_loops.fsm.store.approval_inbox import pending_question
+    from little_loops.fsm.temporal.approvals import ApprovalSignal
+
+    name = loop_name_for(loop_arg)
+
+    async def send(runs: LoopRuns) -> int:
+        state = await runs.status(name) if await runs.is_open(name) else None
+        pending = pending_question((state or {}).get("head"))
+        if state is None or pending is None or state.get("status") != AWAITING_APPROVAL:
+            Logger().error(nothing_waits(name))
+            return FAILED
+        await runs.answer(name, ApprovalSignal.of(pending, answer))
+        Logger().success(answered_line(answer, pending))
+        return OK
+
+    return _run_async(send)
 
 
 def list_running_temporal(*, as_json: bool = False) -> int:

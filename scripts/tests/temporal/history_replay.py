@@ -269,4 +269,50 @@ async def record_child_workflow(client: Client, project: Path) -> dict[str, Clie
     return {name: recording.history}
 
 
-SCENARIOS = (record_continue_as_new, record_stop, record_kept_stop, record_child_workflow)
+APPROVAL_LOOP: dict[str, Any] = {
+    "name": "approval",
+    "initial": "review",
+    "states": {
+        "review": {
+            "action_type": "human_approval",
+            "action": "Ship it?",
+            "timeout": 3600,
+            "route": {"yes": "ship", "no": "done"},
+        },
+        "ship": {"action": "true", "next": "done"},
+        "done": {"terminal": True},
+    },
+}
+
+
+async def record_approval(client: Client, project: Path) -> dict[str, ClientHistory]:
+    """A `human_approval` state (issue 26 item 2): asked, its timeout's durable timer
+    started, answered `yes` by the `approval` signal (`APPROVALS`)."""
+    from little_loops.fsm.temporal.approvals import APPROVAL_SIGNAL, ApprovalSignal
+
+    task_queue = _unique("record-approval")
+    run = loop_input(client, project, APPROVAL_LOOP, task_queue)
+    async with build_worker(client, task_queue):
+        handle = await client.start_workflow(
+            LoopWorkflow.run, run, id=_unique("record-approval"), task_queue=task_queue
+        )
+        async with asyncio.timeout(WAIT_SECONDS):
+            while (state := await handle.query(LoopWorkflow.status)) is None or (
+                state["status"] != "awaiting_approval"
+            ):
+                await asyncio.sleep(0.1)
+        asked = state["head"]["approval"]
+        answer = ApprovalSignal(asked["state"], asked["asked_at"], "yes")
+        await handle.signal(APPROVAL_SIGNAL, answer)
+        await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+        history = await handle.fetch_history()
+    return {"scenario-approval": history}
+
+
+SCENARIOS = (
+    record_continue_as_new,
+    record_stop,
+    record_kept_stop,
+    record_child_workflow,
+    record_approval,
+)

@@ -189,8 +189,10 @@ class ChildRun:
             kind = event.get("event")
             if kind == "route":
                 self.keep_place(str(event["to"]))
-            elif kind in ("loop_start", "handoff_continued"):
-                self.keep_place(None)  # (a continued handoff's state runs again, prompted)
+            elif kind in ("loop_start", "handoff_continued", "approval_needed"):
+                # (a continued handoff's state runs again, prompted; a question asked is
+                # in the place, so `approve` finds it and a resume waits for it)
+                self.keep_place(None)
         self.events.append(event)
         self.frame.root_emit(event)
 

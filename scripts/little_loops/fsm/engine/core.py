@@ -26,6 +26,7 @@ from little_loops.fsm.engine.action_step import (
     prepare_retry,
     spent_tokens,
 )
+from little_loops.fsm.engine.approval_step import ask_approval
 from little_loops.fsm.engine.budget_routes import (
     announce_wrap_up,
     budget_message,
@@ -113,6 +114,7 @@ from little_loops.fsm.engine.throttle import count_action_run, keep_visit_count
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.model.action_result import ActionResult
+from little_loops.fsm.model.approval import is_approval
 from little_loops.fsm.model.head_loop import HeadLoop, HeadStateConfig
 from little_loops.fsm.model.limit_hit import LimitHit
 from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
@@ -442,6 +444,8 @@ class RunCore:
             ctx = sc.interpolation()
         except FragmentParameterError as exc:  # HEAD §5: an unbound required parameter
             return Ending("error", str(exc))
+        if is_approval(state):  # issue 26: ask a person, wait for the answer
+            return (yield from ask_approval(sc, state, ctx, self._now))
         step = Step()
         if state.action:
             acted = yield from self._act(sc, state, ctx)

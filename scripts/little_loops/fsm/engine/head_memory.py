@@ -35,6 +35,9 @@ class HeadMemory:
     - `rate_limit`: per state, the HEAD rate-limit ladder's memory (§7.6).
     - `sub_loops`: the sub-loops under way, outermost first (§9b).
     - `run_dir`: the run's directory (`${context.run_dir}`), kept across resume.
+    - `approval`: the question a `human_approval` state waits on (`PendingApproval`),
+      kept until it is answered, so a resumed run waits for it without asking again.
+      Used by both dialects (a legacy run writes `head` only while it waits).
     """
 
     previous_state: str | None = None
@@ -51,6 +54,7 @@ class HeadMemory:
     rate_limit: dict[str, dict[str, Any]] = field(default_factory=dict)
     sub_loops: list[dict[str, Any]] = field(default_factory=list)
     run_dir: str | None = None
+    approval: dict[str, Any] | None = None
 
     @property
     def anything(self) -> bool:

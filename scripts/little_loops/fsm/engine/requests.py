@@ -19,6 +19,7 @@ from little_loops.fsm.signal_detector import SignalScan
 
 __all__ = [
     "AttachWorktree",
+    "AwaitApproval",
     "Checkpoint",
     "ChildEnded",
     "ChildLoadFailed",
@@ -116,6 +117,19 @@ class FingerprintPaths:
 
     paths: tuple[str, ...]
     exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AwaitApproval:
+    """Wait for a person's answer to `question`, asked by the `human_approval` state
+    `state` at `asked_at` (epoch seconds), until the wall-clock time `until` (None: for
+    ever); submit the `ApprovalAnswer` (`timeout` when `until` passed first), or None when
+    a shutdown cut the wait short (the question stays asked: a resume waits again)."""
+
+    state: str
+    question: str
+    asked_at: float
+    until: float | None = None
 
 
 @dataclass(frozen=True)
@@ -264,6 +278,7 @@ Request = (
     | FingerprintPaths
     | Sleep
     | WaitUntil
+    | AwaitApproval
     | HandOff
     | LoadChild
     | RunChild

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar, cast, overload
 
 from little_loops.fsm.engine.action_step import call_runner
+from little_loops.fsm.engine.approval_wait import ApprovalInbox, wait_for_answer
 from little_loops.fsm.engine.child_loader import attach_worktree, detach_worktree, load_child
 from little_loops.fsm.engine.context import (
     ActionRunner,
@@ -36,6 +37,7 @@ from little_loops.fsm.engine.core import RunCore
 from little_loops.fsm.engine.evaluation_step import judge
 from little_loops.fsm.engine.requests import (
     AttachWorktree,
+    AwaitApproval,
     Checkpoint,
     ChildEnded,
     DetachWorktree,
@@ -149,6 +151,9 @@ class FSMExecutor:
         self._clock_start = self.clock.monotonic()
         self._core: RunCore | None = None
         self._wake: queue.SimpleQueue[bool] = queue.SimpleQueue()
+        # Addition (issue 26): where answers to a `human_approval` question come from
+        # (persistence adds the answer file, a foreground run on a terminal its keyboard).
+        self.approvals: list[ApprovalInbox] = []
 
     # -- public -------------------------------------------------------------------------
 
@@ -316,6 +321,10 @@ class FSMExecutor:
         if isinstance(request, WaitUntil):
             self._wait_until(request.until)
             return None
+        if isinstance(request, AwaitApproval):
+            return wait_for_answer(
+                request, self.approvals, self.clock, self._wake, self._stop_requested
+            )
         if isinstance(request, RunChild):
             return self._run_child(request)
         if isinstance(request, LoadChild | AttachWorktree | DetachWorktree):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from little_loops.fsm.model.approval import APPROVAL_ROUTE_KEYS, HUMAN_APPROVAL
 from little_loops.fsm.model.head_parts import DIALECT_HEAD, DIALECT_LEGACY
 from little_loops.fsm.model.loop_vocabulary import (
     EVALUATOR_TYPES,
@@ -29,6 +30,7 @@ from little_loops.fsm.model.loop_vocabulary import (
     HEAD_VERDICT_ROUTE_KEYS,
 )
 
+_APPROVAL_KEYS = frozenset(APPROVAL_ROUTE_KEYS)
 _STATE_MARKERS = frozenset((*HEAD_STATE_KEYS, *HEAD_VERDICT_ROUTE_KEYS))
 _NEW_EVALUATOR_TYPES = frozenset(HEAD_EVALUATOR_TYPES) - frozenset(EVALUATOR_TYPES)
 
@@ -51,7 +53,9 @@ def uses_head_keys(data: dict[Any, Any]) -> bool:
 
 
 def _is_head_state(state: dict[Any, Any]) -> bool:
-    if any(key in _STATE_MARKERS for key in state):
+    # Our additions never decide a dialect: an approval state's routes are its own.
+    approval = state.get("action_type") == HUMAN_APPROVAL
+    if any(key in _STATE_MARKERS for key in state if not (approval and key in _APPROVAL_KEYS)):
         return True
     if state.get("action_type") in HEAD_ONLY_ACTION_TYPES:
         return True

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from little_loops.fsm.loading.approval_keys import or_approval
 from little_loops.fsm.loading.head_rules import (
     check_cost_ceiling,
     check_route_spellings,
@@ -225,7 +226,7 @@ def _check_cost_ceiling(value: Any, path: str) -> list[ValidationError]:
 
 HEAD_STATE_CHECKS: dict[str, FieldCheck] = {
     **LEGACY_STATE_CHECKS,
-    "action_type": _enum("action_type", HEAD_ACTION_TYPES),
+    "action_type": scalar(nullable(or_approval(one_of("action_type", HEAD_ACTION_TYPES)))),
     "evaluate": _check_evaluate,
     "route": _check_route,
     "on_yes": _optional_string,

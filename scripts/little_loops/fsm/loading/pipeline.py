@@ -8,6 +8,7 @@ path ─► source.read_loop_text          file checks, UTF-8 text
      ─► source.require_mapping         the top level is a mapping
      ─► dialect.loop_dialect           legacy or HEAD, decided on the raw file
   legacy:
+     ─► approval_keys.fold_legacy_approvals   an approval state's on_yes/... into route:
      ─► shape                          required keys, unknown keys, types, fixed values
      ─► FSMLoop.from_dict  or  paradigms.compile_paradigm   (load_loop only)
   HEAD (spec/ll-head-dialect.md §8):
@@ -21,7 +22,7 @@ path ─► source.read_loop_text          file checks, UTF-8 text
   both:
      ─► graph_checks.validate_fsm      the reference's eleven checks (HEAD-aware)
      ─► head_graph_checks (HEAD only), loop_name, interpolation_checks, numeric_settings,
-        argument_limits
+        argument_limits, approval_keys
      ─► the loop (errors raised as one LoopValidationError, warnings logged)
 ```
 
@@ -44,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from little_loops.fsm.errors import LoopFileError, LoopValidationError
+from little_loops.fsm.loading.approval_keys import approval_findings, fold_legacy_approvals
 from little_loops.fsm.loading.argument_limits import action_length_errors
 from little_loops.fsm.loading.budget_checks import budget_route_findings, budget_shape_findings
 from little_loops.fsm.loading.context_overrides import with_context_overrides
@@ -128,6 +130,7 @@ def built_loop_findings(fsm: FSMLoop) -> list[ValidationError]:
         *interpolation_errors(fsm),
         *numeric_setting_errors(fsm),
         *action_length_errors(fsm),
+        *approval_findings(fsm),
     ]
 
 
@@ -135,9 +138,11 @@ def _loop_from_fsm_mapping(data: dict[str, Any], path: Path) -> FSMLoop:
     if loop_dialect(data) == DIALECT_HEAD:
         return _head_loop(data, path)
     _require_loop_fields(data, path)
+    data, folding_errors = fold_legacy_approvals(data)
     rest, _ = split_budgets(data)  # our budget keys are checked apart (`budget_checks`)
     budget_findings = budget_shape_findings(data)
-    _raise_if_errors(path, [*check_loop_mapping(rest), *_errors(budget_findings)])
+    errors = [*folding_errors, *check_loop_mapping(rest), *_errors(budget_findings)]
+    _raise_if_errors(path, errors)
     return _checked(legacy_loop_from_dict(data), path, budget_findings)
 
 

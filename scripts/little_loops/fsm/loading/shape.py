@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from little_loops.fsm.loading.approval_keys import or_approval
 from little_loops.fsm.loading.value_checks import (
     FieldCheck,
     check_bool,
@@ -102,7 +103,7 @@ _STATE_CHECKS: dict[str, FieldCheck] = {
     "capture": _optional_string,
     "timeout": scalar(nullable(check_positive_int)),
     "on_maintain": _optional_string,
-    "action_type": scalar(nullable(one_of("action_type", ACTION_TYPES))),
+    "action_type": scalar(nullable(or_approval(one_of("action_type", ACTION_TYPES)))),
     "max_visits": scalar(nullable(check_positive_int)),
     "on_max_visits": _optional_string,
 }

@@ -3,7 +3,8 @@
 A run calls its notify command (`notify:` in the loop file, or `--notify CMD`) when it
 ends or needs someone: the end of the run as saved (`completed`, `failed`, `handoff`,
 `stalled`, `interrupted`, `max_iterations`, `budget_exhausted`, `usage_limited`), and the
-start and end of a usage-limit wait (`limit_wait_started`, `limit_wait_ended`). Each call
+start and end of a usage-limit wait (`limit_wait_started`, `limit_wait_ended`), and a
+`human_approval` question (`approval_needed`, the question in `LL_MESSAGE`). Each call
 gets `LL_LOOP`, `LL_EVENT`, `LL_STATUS` (the state file's status then), `LL_MESSAGE` (one
 readable line) and `LL_STATE_FILE` in its environment. The end is told only once its
 state is saved, so a command reading `LL_STATE_FILE` sees how the run ended. Starting,
@@ -28,6 +29,7 @@ __all__ = [
     "NOTIFY_EVENTS",
     "Notification",
     "RunNotifier",
+    "approval_notification",
     "end_notification",
     "limit_notification",
     "notify_log_path",
@@ -45,6 +47,7 @@ NOTIFY_EVENTS = (
     "max_iterations",
     "limit_wait_started",
     "limit_wait_ended",
+    "approval_needed",
 )
 """Every `LL_EVENT` a notify command can get."""
 
@@ -127,6 +130,14 @@ def limit_notification(event: dict[str, Any], *, today: date | None = None) -> N
     return None
 
 
+def approval_notification(event: dict[str, Any]) -> Notification | None:
+    """What to tell when a run asks a person (None: another event). Told once per
+    question: a resumed run waiting again (`approval_waiting`) asks nobody twice."""
+    if event.get("event") != "approval_needed":
+        return None
+    return Notification("approval_needed", "awaiting_approval", _one_line(str(event["question"])))
+
+
 def _wait_message(event: dict[str, Any], today: date) -> str:
     """`waiting for the usage limit to reset at 11:21pm (UTC), 3h12m`; without a reset
     time (claude did not say), until when the run waits."""
@@ -200,7 +211,7 @@ class RunNotifier:
 
     def on_event(self, event: dict[str, Any]) -> None:
         """A run event: told when it is one of the usage-limit wait's."""
-        notification = limit_notification(event)
+        notification = limit_notification(event) or approval_notification(event)
         if notification is not None:
             self.send(notification)
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from little_loops.fsm.engine.approval_step import APPROVAL_NEEDED, APPROVAL_WAITING
+from little_loops.fsm.engine.approval_wait import ApprovalInbox
 from little_loops.fsm.engine.context import (
     ActionRunner,
     Checkpointer,
@@ -32,6 +34,7 @@ from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.errors import LoopError, RunFilesError, StateFileError
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
+from little_loops.fsm.model.approval import AWAITING_APPROVAL
 from little_loops.fsm.model.run_settings import NO_SETTINGS, RunSettings
 from little_loops.fsm.process.checkpoint import GitCheckpointer
 from little_loops.fsm.process.output_files import action_log_name, cap_text_bytes, stderr_log_path
@@ -39,6 +42,7 @@ from little_loops.fsm.process.process_groups import ActionGroup
 from little_loops.fsm.process.runner import DefaultActionRunner
 from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
+from little_loops.fsm.store.approval_inbox import FileApprovalInbox, answer_path
 from little_loops.fsm.store.log_retention import LogRetention
 from little_loops.fsm.store.notifier import RunNotifier, notify_log_path, run_notifier
 from little_loops.fsm.store.orphaned_actions import OrphanedActionError, stop_orphans
@@ -100,6 +104,8 @@ FINAL_STATUSES = {
     "stall_detected": "stalled",
 }
 _NOT_DETAILS = ("event", "ts", "type", "verdict")
+# Events of a `human_approval` question being waited on (saved `awaiting_approval`).
+QUESTION_EVENTS = (APPROVAL_NEEDED, APPROVAL_WAITING)
 _RESUMABLE = UNFINISHED_STATUSES
 # Statuses whose current state finished its action: on resume it runs as a new iteration.
 _STATE_FINISHED = ("awaiting_continuation", "stalled")
@@ -308,6 +314,8 @@ class PersistentExecutor:
         )
         self._log_retention = self._retention(logs_keep)
         self._executor.guards.loops_dir = self.persistence.loops_dir
+        self.answers = answer_path(self.persistence.running_dir, fsm.name)
+        self._executor.approvals.append(FileApprovalInbox(self.answers))
         self._last_result: dict[str, Any] | None = None
         self._continuation_prompt: str | None = None
         self._resumed_at: str | None = None
@@ -343,6 +351,11 @@ class PersistentExecutor:
     def notify_override(self) -> str | None:
         """The command given with `--notify` ("": none), saved so `resume` keeps it."""
         return self.settings.notify
+
+    def add_approval_inbox(self, inbox: ApprovalInbox) -> None:
+        """Another place answers to a `human_approval` question may come from (the
+        terminal of a foreground run); the answer file is always one."""
+        self._executor.approvals.append(inbox)
 
     def request_shutdown(self) -> None:
         """Ask the inner executor to stop; the run is then saved as `interrupted`."""
@@ -397,6 +410,8 @@ class PersistentExecutor:
         elif kind in ("limit_wait_end", "rate_limit_waiting"):
             # HEAD's ladder (§7.6): its memory is on disk at each minute of a wait.
             self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
+        elif kind in QUESTION_EVENTS:
+            self._save_question()
         elif kind == "evaluate":
             self._last_result = _evaluation_record(event)
         elif kind == "handoff_detected":
@@ -420,10 +435,19 @@ class PersistentExecutor:
             self._action_group = None
         elif kind == "limit_wait":
             self.persistence.save_state(self._build_state(self._executor.current_state, WAITING))
+        elif kind in QUESTION_EVENTS:
+            self._save_question()
         elif kind == "handoff_detected":
             self._continuation_prompt = event.get("continuation")
             if self.handoff_handler.behavior is HandoffBehavior.SPAWN:
                 self._save_handoff_before_spawn()
+
+    def _save_question(self) -> None:
+        """A `human_approval` question is on disk (in `head.approval`) before the wait
+        starts: `approve`/`reject` find it, and a run stopped or killed meanwhile waits
+        for the same question when it is resumed."""
+        state = self._build_state(self._executor.current_state, AWAITING_APPROVAL)
+        self.persistence.save_state(state)
 
     def _prune_logs(self, completed: dict[str, Any]) -> None:
         """After an action: keep the logs of the last `logs_keep` actions (see
@@ -557,7 +581,7 @@ class PersistentExecutor:
 
     def _previous_run_extras(self) -> list[Path]:
         handoff_log = self.handoff_handler.log_path(self.fsm.name)
-        extras = [notify_log_path(self.persistence)]
+        extras = [notify_log_path(self.persistence), self.answers]
         return [handoff_log, *extras] if handoff_log is not None else extras
 
     def _run_and_save(self) -> ExecutionResult:

@@ -21,13 +21,14 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from little_loops.fsm.model.approval import AWAITING_APPROVAL
 from little_loops.fsm.store.state_files import StatePersistence, parse_event_line
 
 HISTORY_DIR = ".history"
 WAITING = "waiting_for_limit"
 """The status of a run waiting for a usage limit to reset (its process is alive)."""
 
-LIVE_STATUSES = ("running", WAITING)
+LIVE_STATUSES = ("running", WAITING, AWAITING_APPROVAL)
 """Statuses of a run whose process is (or was, if it died) still at work."""
 
 UNFINISHED_STATUSES = (
@@ -37,6 +38,7 @@ UNFINISHED_STATUSES = (
     "stalled",
     WAITING,
     "budget_exhausted",
+    AWAITING_APPROVAL,
     "usage_limited",
 )
 """Saved statuses of a run that `resume` could still continue (running: its process died)."""

@@ -33,6 +33,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from little_loops.fsm.errors import LoopError
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.store.locking import LoopBusyError, normalise_scope, shown_path
+from little_loops.fsm.temporal.approvals import APPROVAL_SIGNAL, ApprovalSignal
 from little_loops.fsm.temporal.codec import BadKeyError, codec_from_env
 from little_loops.fsm.temporal.names import (
     ServerSettings,
@@ -366,6 +367,10 @@ class LoopRuns:
 
     async def stop(self, loop_name: str) -> None:
         await self.handle(loop_name).cancel()
+
+    async def answer(self, loop_name: str, signal: ApprovalSignal) -> None:
+        """The answer to the `human_approval` question the run waits on (`approvals`)."""
+        await self.handle(loop_name).signal(APPROVAL_SIGNAL, signal)
 
     async def follow(
         self,

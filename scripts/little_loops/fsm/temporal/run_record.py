@@ -17,6 +17,7 @@ from typing import Any
 from little_loops.fsm.engine.budget_routes import token_budget
 from little_loops.fsm.engine.context import RunCursor
 from little_loops.fsm.engine.run_guards import RunGuards
+from little_loops.fsm.model.approval import AWAITING_APPROVAL
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.store.persistent_executor import (
     FINAL_STATUSES,
@@ -78,6 +79,10 @@ class RunRecord:
         elif kind == "limit_wait":
             self.status = WAITING
         elif kind == "limit_wait_end":
+            self.status = "running"
+        elif kind in ("approval_needed", "approval_waiting"):
+            self.status = AWAITING_APPROVAL
+        elif kind == "approval_answered":
             self.status = "running"
         elif kind == ACTION_RETRY_EVENT:
             self.action_retries = [*self.action_retries, event][-RETRIES_SHOWN:]

@@ -19,11 +19,12 @@ Runs started before this change ran their children inside their own workflow: th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ChildWorkflowError
+from temporalio.exceptions import ChildWorkflowError, TemporalError
 
 with workflow.unsafe.imports_passed_through():
     from little_loops.fsm.engine.requests import ChildEnded, ChildSpec, ChildToRun, RunChild
@@ -67,6 +68,14 @@ class ChildWorkflows:
 
     def __init__(self) -> None:
         self._running: dict[str, ChildToRun] = {}
+
+    async def forward(self, signal_name: str, arg: Any) -> None:
+        """Pass a signal on to the child workflows under way (an answer to a question
+        a sub-loop asked: `approvals`); a child that ended meanwhile is skipped."""
+        for child_id in list(self._running):
+            handle = workflow.get_external_workflow_handle(child_id)
+            with contextlib.suppress(TemporalError, asyncio.CancelledError):
+                await handle.signal(signal_name, arg)
 
     def relay(self, progress: ChildProgress) -> None:
         child = self._running.get(progress.child_id)

@@ -18,6 +18,8 @@ else (routing, guards, pure evaluators, signals) runs here, deterministically.
   The run ends `interrupted`, resumable by a new workflow run.
 - An action that Temporal ran again after a worker or server failure is told by its
   activity (the `action_retry` signal) and kept as an event (`action_retry`).
+- A `human_approval` state waits for the `approval` signal with a durable timer for its
+  timeout (`approvals`); status `awaiting_approval` meanwhile.
 - `status` answers with the state file's fields (`LoopState`); `events(since)` gives the
   events from number `since` on, so a client can show progress as a local run does.
 - Every `continue_as_new_every` states the run continues as new, carrying its cursor
@@ -60,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
     from little_loops.fsm.engine.evaluation_step import Judgement
     from little_loops.fsm.engine.requests import (
         AttachWorktree,
+        AwaitApproval,
         Checkpoint,
         ChildEnded,
         ChildLoadFailed,
@@ -87,6 +90,12 @@ with workflow.unsafe.imports_passed_through():
     from little_loops.fsm.signal_detector import SignalDetector
     from little_loops.fsm.store.state_files import RUNNING_DIR
     from little_loops.fsm.temporal.action_retry import ActionRetry
+    from little_loops.fsm.temporal.approvals import (
+        APPROVAL_SIGNAL,
+        APPROVALS,
+        ApprovalSignal,
+        ApprovalWaits,
+    )
     from little_loops.fsm.temporal.payloads import (
         ActionInput,
         ActionOutput,
@@ -144,7 +153,7 @@ STOP_KEPT = "ll-loop:2026-11:stop-kept"
 that reached neither a running activity nor a timer was lost), and a stop while judging
 or committing lets that activity finish instead of cancelling it."""
 
-NOTIFIED_EVENTS = frozenset({"limit_wait", "limit_wait_end"})
+NOTIFIED_EVENTS = frozenset({"limit_wait", "limit_wait_end", "approval_needed"})
 """Events told as they happen (the end of the run is told once its outcome is set)."""
 
 
@@ -178,6 +187,7 @@ class LoopWorkflow:
         self._telling: asyncio.Task[None] | None = None  # sends them, one at a time
         self._children = ChildWorkflows()  # the sub-loops' child workflows it waits for
         self._held_completion: dict[str, Any] | None = None  # see `_keep_held_completion`
+        self._approvals = ApprovalWaits()  # answers to `human_approval` questions
 
     # -- signals and queries ------------------------------------------------------------
 
@@ -198,6 +208,13 @@ class LoopWorkflow:
         if self._record is not None:
             self._record.note(event)
         self._keep_event(event)  # the worker that runs the retry logs it
+
+    @workflow.signal(name=APPROVAL_SIGNAL)
+    async def approval(self, signal: ApprovalSignal) -> None:
+        """`ll-loop approve`/`reject`: the answer to the question the run waits on, or
+        that a sub-loop's child workflow under way waits on (passed on to it)."""
+        self._approvals.receive(signal)
+        await self._children.forward(APPROVAL_SIGNAL, signal)
 
     @workflow.query
     def status(self) -> dict[str, Any] | None:
@@ -331,6 +348,8 @@ class LoopWorkflow:
             return await self._sleep(core, request.seconds)
         if isinstance(request, WaitUntil):  # a usage limit's reset, as a durable timer
             return await self._sleep(core, max(request.until - workflow.now().timestamp(), 0))
+        if isinstance(request, AwaitApproval) and workflow.patched(APPROVALS):
+            return await self._approvals.wait(request, self._stop_asked)
         if isinstance(request, HandOff):
             return await self._hand_off(core, request)
         if isinstance(request, LoadChild):
