@@ -35,6 +35,18 @@ from little_loops.fsm.engine.evaluation_step import (
     judging_needs_host_io,
     needs_judgement,
 )
+from little_loops.fsm.engine.events import (
+    ACTION_COMPLETE,
+    BACKOFF,
+    CHECKPOINT,
+    LIMIT_WAIT,
+    LIMIT_WAIT_END,
+    LOOP_COMPLETE,
+    LOOP_START,
+    RATE_LIMIT_BACKOFF,
+    ROUTE,
+    STATE_ENTER,
+)
 from little_loops.fsm.engine.handoff_flow import handle_handoff
 from little_loops.fsm.engine.head_auth import auth_failure_route
 from little_loops.fsm.engine.head_caps import announce_summary, cap_reached, take_summary
@@ -246,14 +258,14 @@ class RunCore:
         )
         result = self._result("error", message)
         with contextlib.suppress(EventCallbackError):  # the callback is what failed
-            self._emit("loop_complete", **completion_keys(result))
+            self._emit(LOOP_COMPLETE, **completion_keys(result))
         return result
 
     # -- the run ------------------------------------------------------------------------
 
     def _run(self) -> _Steps:
         self._start()
-        self._emit("loop_start", loop=self.fsm.name)
+        self._emit(LOOP_START, loop=self.fsm.name)
         ending = yield from self._loop()
         assert ending is not None
         yield Finish(ending, self._finish(ending))
@@ -296,7 +308,7 @@ class RunCore:
                 return ending
             seconds = self._backoff_seconds()
             if seconds is not None:
-                self._emit("backoff", seconds=seconds)  # addition: so the wait can be shown
+                self._emit(BACKOFF, seconds=seconds)  # addition: so the wait can be shown
                 yield Sleep(seconds)
 
     def _step(self, sc: StepContext, state: StateConfig) -> _Sub:
@@ -342,7 +354,7 @@ class RunCore:
             ending = yield from self._run_state(sc, state)
             if ending is not None and ending.terminated_by == "signal":
                 return ending
-            self._emit("route", **{"from": cursor.current_state, "to": pending, "reason": cap})
+            self._emit(ROUTE, **{"from": cursor.current_state, "to": pending, "reason": cap})
             cursor.current_state = pending
         return Ending(cap)
 
@@ -351,7 +363,7 @@ class RunCore:
         cursor.iteration += 1
         self.guards.visits.enter(cursor.current_state)
         cursor.redirected.clear()
-        self._emit("state_enter", state=cursor.current_state, iteration=cursor.iteration)
+        self._emit(STATE_ENTER, state=cursor.current_state, iteration=cursor.iteration)
 
     def _stop_reason(self, state: StateConfig) -> str | None:
         if self.shutdown_requested:
@@ -486,7 +498,7 @@ class RunCore:
                     note_through(self.cursor.head.rate_limit, self.cursor.current_state)
                 return complete_action(sc, state, request, result)
             if limits is not None and hit.kind in LADDER_KINDS:
-                self._emit("action_complete", limit=hit.kind, **completed_keys(result))
+                self._emit(ACTION_COMPLETE, limit=hit.kind, **completed_keys(result))
                 waited = yield from self._head_ladder(sc, limits, hit, result)
                 if isinstance(waited, Ending | HeadRoute):
                     return waited
@@ -502,7 +514,7 @@ class RunCore:
             )
             if plan is None:
                 return complete_action(sc, state, request, result)
-            self._emit("action_complete", limit=hit.kind, **completed_keys(result))
+            self._emit(ACTION_COMPLETE, limit=hit.kind, **completed_keys(result))
             session = result.claude.session_id if result.claude is not None else None
             if isinstance(plan, LimitGiveUp):
                 if plan.until is not None:  # resume waits for it, or gives up again
@@ -632,19 +644,19 @@ class RunCore:
         # When the wait began, kept in the record: a run stopped during it and resumed
         # later says how long the limit held it up in all, not only the rest it waited.
         started = record.setdefault("since", now)
-        self._emit("limit_wait", **wait_keys(record, now))
+        self._emit(LIMIT_WAIT, **wait_keys(record, now))
         yield WaitUntil(record["until"])
         if self.shutdown_requested:
             return False
         self.cursor.limit_wait = None
         waited = max(round(self._now() - started), 0)
-        self._emit("limit_wait_end", state=record["state"], waited_seconds=waited)
+        self._emit(LIMIT_WAIT_END, state=record["state"], waited_seconds=waited)
         return True
 
     def _back_off(self, plan: LimitBackoff) -> Generator[Request, Any, bool]:
         """Back off from a rate limit or overload; False when a shutdown cut it short."""
         retries = self.fsm.rate_limit.retries
-        self._emit("rate_limit_backoff", **backoff_keys(self.cursor.current_state, plan, retries))
+        self._emit(RATE_LIMIT_BACKOFF, **backoff_keys(self.cursor.current_state, plan, retries))
         yield Sleep(plan.seconds)
         return not self.shutdown_requested
 
@@ -678,7 +690,7 @@ class RunCore:
         result = yield Checkpoint(cursor.current_state, cursor.iteration, reason)
         keys = checkpoint_keys(result, reason)
         if keys is not None:
-            self._emit("checkpoint", state=cursor.current_state, iteration=cursor.iteration, **keys)
+            self._emit(CHECKPOINT, state=cursor.current_state, iteration=cursor.iteration, **keys)
 
     def _hand_off(self, sc: StepContext, signal: Any) -> _Sub:
         """A handoff: continue, or end the run, handed to the handler when there is one."""
@@ -718,7 +730,7 @@ class RunCore:
         result.stop_reason = ending.stop_reason
         result.continuations_exhausted = ending.exhausted
         result.error_detail = ending.error_detail
-        self._emit("loop_complete", **completion_keys(result))
+        self._emit(LOOP_COMPLETE, **completion_keys(result))
         return result
 
     def _result(self, terminated_by: str, error: str | None) -> ExecutionResult:
@@ -737,7 +749,8 @@ class RunCore:
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _emit(self, name: str, **payload: Any) -> None:
+    def _emit(self, name: str, /, **payload: object) -> None:
+        """Stamp and deliver the event `name` (one of `events.EVENT_NAMES`)."""
         deliver(self._callback, name, payload, iso_time(self.clock.wall()))
 
     def _step_context(self) -> StepContext:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from little_loops.fsm.engine.context import StepContext
+from little_loops.fsm.engine.events import EVALUATE
 from little_loops.fsm.engine.head_capture import note_head_evaluation
 from little_loops.fsm.engine.head_judging import (
     head_judge,
@@ -96,7 +97,7 @@ def evaluate_step(
         note_head_evaluation(cursor.captured, prev, state, step)
     details = {k: v for k, v in step.details.items() if k not in _RESERVED_EVENT_KEYS}
     kind = state.evaluate.type if state.evaluate else "default"
-    sc.emit("evaluate", type=kind, verdict=step.verdict, **details)
+    sc.emit(EVALUATE, type=kind, verdict=step.verdict, **details)
     return step
 
 

@@ -11,6 +11,7 @@ returns the `Ending` when the run ends; the core ends it.
 from __future__ import annotations
 
 from little_loops.fsm.engine.context import StepContext
+from little_loops.fsm.engine.events import HANDOFF_CONTINUED, HANDOFF_DETECTED
 from little_loops.fsm.engine.step_result import Ending
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.signal_detector import DetectedSignal
@@ -24,7 +25,7 @@ def handle_handoff(sc: StepContext, signal: DetectedSignal) -> Ending | None:
     cursor = sc.cursor
     cursor.handoff_count += 1
     sc.emit(
-        "handoff_detected",
+        HANDOFF_DETECTED,
         state=cursor.current_state,
         iteration=cursor.iteration,
         continuation=payload,
@@ -67,7 +68,7 @@ def _continue_after_handoff(sc: StepContext, payload: str | None) -> None:
     }
     cursor.handoff_delivered = False
     sc.emit(
-        "handoff_continued",
+        HANDOFF_CONTINUED,
         state=cursor.current_state,
         iteration=cursor.iteration,
         count=cursor.handoff_count,

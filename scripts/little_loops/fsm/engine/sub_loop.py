@@ -38,6 +38,7 @@ from little_loops.fsm.engine.child_outcome import (
 from little_loops.fsm.engine.child_run import ChildRun, ParentCore, SubLoopFrame
 from little_loops.fsm.engine.child_worktree import ChildWorktree
 from little_loops.fsm.engine.context import RunCursor, StepContext
+from little_loops.fsm.engine.events import ROUTE
 from little_loops.fsm.engine.requests import ChildEnded, LoadChild, LoadedChild, Request, RunChild
 from little_loops.fsm.engine.routing import RoutingError, no_route_message, resolve_target
 from little_loops.fsm.engine.run_guards import RunGuards
@@ -291,6 +292,6 @@ def _come_back(
         )
     except (RoutingError, InterpolationError) as exc:
         return Ending("error", str(exc))
-    sc.emit("route", **{"from": name, "to": resolved, "verdict": outcome.verdict})
+    sc.emit(ROUTE, **{"from": name, "to": resolved, "verdict": outcome.verdict})
     cursor.current_state = resolved
     return None
