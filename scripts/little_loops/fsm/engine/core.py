@@ -39,11 +39,14 @@ from little_loops.fsm.engine.events import (
     ACTION_COMPLETE,
     BACKOFF,
     CHECKPOINT,
+    HANDOFF_CONTINUED,
+    HANDOFF_DETECTED,
     LIMIT_WAIT,
     LIMIT_WAIT_END,
     LOOP_COMPLETE,
     LOOP_START,
     RATE_LIMIT_BACKOFF,
+    RATE_LIMIT_WAITING,
     ROUTE,
     STATE_ENTER,
 )
@@ -86,6 +89,7 @@ from little_loops.fsm.engine.requests import (
     InspectWorkspace,
     Request,
     RunAction,
+    SaveSnapshot,
     Sleep,
     WaitUntil,
 )
@@ -114,7 +118,7 @@ from little_loops.fsm.engine.spending import format_cost
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step, step_ending
 from little_loops.fsm.engine.sub_loop import SubLoopFrame, run_sub_loop
 from little_loops.fsm.engine.throttle import count_action_run, keep_visit_count
-from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
+from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.model.head_loop import HeadLoop, HeadStateConfig
@@ -123,7 +127,17 @@ from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
 from little_loops.fsm.schema import FSMLoop, StateConfig
 from little_loops.fsm.signal_detector import SignalDetector
 
-__all__ = ["BUDGET", "USAGE_LIMITED", "RunCore"]
+__all__ = ["BUDGET", "SAVE_POINTS", "USAGE_LIMITED", "RunCore", "SaveCallback"]
+
+SAVE_POINTS = frozenset(
+    {LOOP_START, ROUTE, HANDOFF_CONTINUED, LIMIT_WAIT, LIMIT_WAIT_END, RATE_LIMIT_WAITING}
+)
+"""Events after which the core asks for a snapshot (`SaveSnapshot`); also a
+`handoff_detected` whose handoff spawns a session (saved before the session exists)."""
+
+SaveCallback = Callable[[SaveSnapshot], None]
+# Asks for the top run's snapshot after an event: (event name, payload, from a sub-loop).
+_AskSave = Callable[[str, Mapping[str, object], bool], None]
 
 BUDGET = "budget_exhausted"
 """`terminated_by` of a run that reached its budget (`max_cost_usd`, `--max-cost`)."""
@@ -146,7 +160,9 @@ class RunCore:
     itself is the `HandOff` request. `revised(name)` says whether a named change of
     `revisions` applies to this run (default: all do; a replayed workflow may say no).
     `choices`: the run's `--no-llm`/`--llm-model`, already applied to `fsm` by whoever
-    loaded it; the core applies them to the sub-loops it loads.
+    loaded it; the core applies them to the sub-loops it loads. `save`: where the core
+    asks for a snapshot at each of its `SAVE_POINTS` (None: nobody keeps a state file);
+    a sub-loop's core asks its top run's.
     """
 
     def __init__(
@@ -166,6 +182,7 @@ class RunCore:
         revised: Callable[[str], bool] = every_revision,
         sub_loop_frame: SubLoopFrame | None = None,
         choices: RunChoices = NO_CHOICES,
+        save: SaveCallback | None = None,
     ) -> None:
         self.fsm = fsm
         self.clock = clock
@@ -183,6 +200,8 @@ class RunCore:
         self.sub_loop_frame = sub_loop_frame
         # The run's `--no-llm`/`--llm-model`, applied to every sub-loop it loads (§4.6).
         self.choices = choices
+        # Asks for a snapshot: the top run's (a sub-loop's core is given it by `nested`).
+        self._ask_save: _AskSave | None = None if save is None else self._snapshot_asker(save)
         self._stopping = False
         self._clock_start = clock.monotonic()
         self._elapsed_before_ms = 0
@@ -234,7 +253,7 @@ class RunCore:
         """The core of a sub-loop of this run: the same clock, environment, signals,
         handoff handler, checkpoints and run choices; it stops when this core stops
         (`sub_loop`)."""
-        return RunCore(
+        child = RunCore(
             fsm,
             clock=self.clock,
             cursor=cursor,
@@ -250,6 +269,8 @@ class RunCore:
             sub_loop_frame=frame,
             choices=self.choices,
         )
+        child._ask_save = self._ask_save  # the top run's snapshot (its state is under way)
+        return child
 
     def finish_after_crash(self, exc: Exception) -> ExecutionResult:
         """End the run after a driver's collaborator or the event callback raised."""
@@ -750,8 +771,40 @@ class RunCore:
     # -- helpers ------------------------------------------------------------------------
 
     def _emit(self, name: str, /, **payload: object) -> None:
-        """Stamp and deliver the event `name` (one of `events.EVENT_NAMES`)."""
+        """Stamp and deliver the event `name` (one of `events.EVENT_NAMES`), asking for a
+        snapshot first when the event is a save point (the driver writes it once it has
+        recorded the event)."""
+        ask = self._ask_save
+        if ask is not None and (name in SAVE_POINTS or self._spawns(name)):
+            ask(name, payload, self.sub_loop_frame is not None)
         deliver(self._callback, name, payload, iso_time(self.clock.wall()))
+
+    def _spawns(self, name: str) -> bool:
+        """A handoff that will spawn a session: saved before the session exists."""
+        handler = self._handoff_handler
+        return (
+            name == HANDOFF_DETECTED
+            and handler is not None
+            and handler.behavior is HandoffBehavior.SPAWN
+        )
+
+    def _snapshot_asker(
+        self, save: SaveCallback
+    ) -> Callable[[str, Mapping[str, object], bool], None]:
+        """Asks `save` for this run's snapshot after an event (see `SaveSnapshot`)."""
+
+        def ask(name: str, payload: Mapping[str, object], nested: bool) -> None:
+            cursor = self.cursor
+            to = payload.get("to") if name == ROUTE and not nested else None
+            current = cursor.current_state if to is None else str(to)
+            request = SaveSnapshot(name, cursor, self.guards, current, self.elapsed_ms(), nested)
+            try:
+                save(request)
+            except Exception as exc:  # ends the run as a failing event callback does
+                message = f"Event callback failed on '{name}': {type(exc).__name__}: {exc}"
+                raise EventCallbackError(message) from exc
+
+        return ask
 
     def _step_context(self) -> StepContext:
         return StepContext(

@@ -27,6 +27,7 @@ from little_loops.fsm.engine.context import (
     EventCallback,
     RunCursor,
 )
+from little_loops.fsm.engine.requests import SaveSnapshot
 from little_loops.fsm.engine.run_loop import FSMExecutor
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.errors import LoopError, RunFilesError, StateFileError
@@ -203,6 +204,8 @@ class PersistentExecutor:
         handoff_behavior = HandoffBehavior(fsm.on_handoff)
         self.persistence = persistence or StatePersistence(fsm.name, loops_dir or Path(".loops"))
         self._save_failure: RunFilesError | None = None
+        # The snapshot the core asked for with the event it is about to deliver.
+        self._snapshot_asked: SaveSnapshot | None = None
         with self._files_guard():
             self.persistence.initialize()
         self.handoff_handler = HandoffHandler(
@@ -224,6 +227,7 @@ class PersistentExecutor:
             clock=clock,
             env=env,
             choices=self.settings.choices,
+            save_callback=self._save_asked_for,
         )
         self._log_retention = self._retention(logs_keep)
         self._executor.guards.loops_dir = self.persistence.loops_dir
@@ -304,57 +308,45 @@ class PersistentExecutor:
             self._save_failure = self._files_error(exc)
             raise self._save_failure from exc
 
+    def _save_asked_for(self, request: SaveSnapshot) -> None:
+        """The core asks for a snapshot with the event it delivers next: written once
+        that event is (`_record_event`), before anyone is told of it."""
+        self._snapshot_asked = request
+
     def _record_event(self, event: dict[str, Any]) -> None:
-        """Append the event, take it into the run record, then save what it asks for."""
+        """Append the event, take it into the run record, then write the snapshot the
+        core asked for with it (the run record's, as the core's request has it)."""
         self.persistence.append_event(event)
         self.record.note(event)
-        if event.get("depth"):
-            self._save_for_child_event(event)
-            return
+        asked, self._snapshot_asked = self._snapshot_asked, None
         kind = event.get("event")
-        if kind in (events.LOOP_START, events.ROUTE, events.HANDOFF_CONTINUED):
-            # One state write per transition, taken when the next state is chosen (the
-            # record is `routed` now): see `_save_snapshot`. A `state_enter` is not
-            # written (the last snapshot already names the state); the record remembers
-            # it, so a run that stops inside this state is saved as cut off.
-            to = event["to"] if kind == events.ROUTE else self._executor.current_state
-            self._save_snapshot(str(to))
-        elif kind == events.ACTION_COMPLETE:
+        if asked is not None and asked.after == kind:
+            self.persistence.save_state(self._snapshot(asked))
+        if kind == events.ACTION_COMPLETE:
             self._action_group = None
-            self._prune_logs(event)
-        else:
-            self._save_for_wait_or_handoff(kind)
-
-    def _save_for_wait_or_handoff(self, kind: object) -> None:
-        """The saves a run and its sub-loops make alike: a usage-limit wait and what it
-        waits for are on disk before it starts (a run stopped or killed meanwhile waits
-        only what is left when resumed); HEAD's ladder (§7.6) saves its memory at each
-        minute of a wait; a spawned handoff is saved before the new session is created."""
-        if kind == events.LIMIT_WAIT:
-            self.persistence.save_state(self._build_state(self._executor.current_state, WAITING))
-        elif kind in (events.LIMIT_WAIT_END, events.RATE_LIMIT_WAITING):
-            self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
-        elif kind == events.HANDOFF_DETECTED and self._spawns():
-            # The handler creates the new session right after this event: whatever
-            # happens next, the state file already says where to continue.
-            self._save_handoff_before_spawn()
-
-    def _spawns(self) -> bool:
-        return self.handoff_handler.behavior is HandoffBehavior.SPAWN
-
-    def _save_for_child_event(self, event: dict[str, Any]) -> None:
-        """An event of a sub-loop (spec §9b): the parent's state is still under way, so
-        every save keeps it `entered`; the child's place travels in `head.sub_loops`,
-        which the core refreshed before this event."""
-        kind = event.get("event")
-        if kind in (events.LOOP_START, events.ROUTE, events.HANDOFF_CONTINUED):
-            self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
-        elif kind == events.ACTION_COMPLETE:
             # A child's logs live in a folder of its own beside the run's (`sub_loop`);
             # `logs_keep` counts the run's own, so they stay until the run is archived.
-            self._action_group = None
-        else:
-            self._save_for_wait_or_handoff(kind)
+            if not event.get("depth"):
+                self._prune_logs(event)
+
+    def _snapshot(self, asked: SaveSnapshot) -> LoopState:
+        """The state file the core asked for. One write per transition (see the run
+        record): still `running` when the next state is terminal (`completed` is written
+        only after `loop_complete`, so a completed file always has one); a sub-loop's
+        saves keep the parent's state `entered` (its place travels in `head.sub_loops`,
+        which the core refreshed before the event); a usage-limit wait is on disk before
+        it starts, so a run stopped meanwhile waits only what is left when resumed; a
+        spawned handoff's is saved before the new session is created."""
+        status = "running"
+        if asked.after == events.LIMIT_WAIT:
+            status = WAITING
+        elif asked.after == events.HANDOFF_DETECTED:
+            status = "awaiting_continuation"
+        state = self.record.state(asked.cursor, asked.guards, asked.elapsed_ms, status=status)
+        state.current_state = asked.current_state
+        if asked.after == events.HANDOFF_DETECTED:
+            state.terminated_by = "handoff"
+        return self._with_process(state)
 
     def _prune_logs(self, completed: dict[str, Any]) -> None:
         """After an action: keep the logs of the last `logs_keep` actions (see
@@ -374,19 +366,6 @@ class PersistentExecutor:
             return  # a silent action left no log
         retention.add(log_path, logs_in_use(executor.cursor))
 
-    def _save_snapshot(self, current_state: str) -> None:
-        """One state write per transition, taken when the next state is chosen.
-
-        The snapshot names the state about to run and the iterations finished so far, so
-        resume after a crash runs exactly the state that had not finished: one cut off
-        mid-action runs again under the same iteration number, and one whose action
-        finished and was routed never runs twice. A `state_enter` write would add nothing
-        (the state and its inputs are already saved) and cost a write per state.
-        """
-        # Still `running` when the next state is terminal: `completed` is written only
-        # after the `loop_complete` event, so a completed state file always has one.
-        self.persistence.save_state(self._build_state(current_state, "running"))
-
     def _record_action_group(self, group: ActionGroup) -> None:
         """An action has been running a while: note its process group in the state, so a
         later process can stop it if this one dies. Not flushed to disk: a power cut ends
@@ -403,11 +382,6 @@ class PersistentExecutor:
         if isinstance(self._runner, DefaultActionRunner):
             groups += self._runner.background.groups
         return [group.to_dict() for group in groups]
-
-    def _save_handoff_before_spawn(self) -> None:
-        state = self._build_state(self._executor.current_state, "awaiting_continuation")
-        state.terminated_by = "handoff"
-        self.persistence.save_state(state)
 
     def _build_state(self, current_state: str, status: str) -> LoopState:
         """The run record's snapshot as `status`, at `current_state` (a route's target
