@@ -384,8 +384,9 @@ class PersistentExecutor:
         return [group.to_dict() for group in groups]
 
     def _build_state(self, current_state: str, status: str) -> LoopState:
-        """The run record's snapshot as `status`, at `current_state` (a route's target
-        before the executor moves there), with this process and its action groups."""
+        """The run record's snapshot as `status`, at `current_state`, with this process
+        and its action groups: for the writes the core does not ask for (an action's
+        process group noted while it runs, a run cut short by Ctrl-C)."""
         executor = self._executor
         state = self.record.state(
             executor.cursor, executor.guards, executor.elapsed_ms(), status=status
