@@ -775,22 +775,18 @@ class RunCore:
         snapshot first when the event is a save point (the driver writes it once it has
         recorded the event)."""
         ask = self._ask_save
-        if ask is not None and (name in SAVE_POINTS or self._spawns(name)):
+        if ask is not None and (
+            name in SAVE_POINTS or (name == HANDOFF_DETECTED and self._spawns())
+        ):
             ask(name, payload, self.sub_loop_frame is not None)
         deliver(self._callback, name, payload, iso_time(self.clock.wall()))
 
-    def _spawns(self, name: str) -> bool:
-        """A handoff that will spawn a session: saved before the session exists."""
+    def _spawns(self) -> bool:
+        """Whether a handoff spawns a session (saved before the session exists)."""
         handler = self._handoff_handler
-        return (
-            name == HANDOFF_DETECTED
-            and handler is not None
-            and handler.behavior is HandoffBehavior.SPAWN
-        )
+        return handler is not None and handler.behavior is HandoffBehavior.SPAWN
 
-    def _snapshot_asker(
-        self, save: SaveCallback
-    ) -> Callable[[str, Mapping[str, object], bool], None]:
+    def _snapshot_asker(self, save: SaveCallback) -> _AskSave:
         """Asks `save` for this run's snapshot after an event (see `SaveSnapshot`)."""
 
         def ask(name: str, payload: Mapping[str, object], nested: bool) -> None:
