@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from little_loops.fsm.engine.context import RunCursor
+from little_loops.fsm.engine.cursor_records import HandoffContext, LastResult
 from little_loops.fsm.engine.requests import SaveSnapshot
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.run_loop import FSMExecutor
@@ -174,3 +175,15 @@ def test_the_snapshot_caps_a_sub_loops_outputs_too() -> None:
     cursor.head.sub_loops = [{"captured": {"x": {"output": "y" * 20_000}}, "prev_result": None}]
     head = _record().state(cursor, RunGuards(TWO), 0).head
     assert head["sub_loops"][0]["captured"]["x"]["output"].startswith("[... 3616 bytes truncated")
+
+
+def test_the_cursor_records_have_one_shape_for_the_state_file_and_the_carry() -> None:
+    """fsm-api.md §8.3: `handoff_context` is {"prompt", "count", "state"}; `last_result`
+    is {"verdict", "details"}, the details being the `evaluate` event's other keys."""
+    handoff = HandoffContext("go on", 2, "wave")
+    assert handoff.to_dict() == {"prompt": "go on", "count": 2, "state": "wave"}
+    assert HandoffContext.from_dict(handoff.to_dict()) == handoff
+    assert HandoffContext.from_dict({"prompt": None, "count": "x"}) == HandoffContext("", 0, "")
+    assert HandoffContext.from_dict(None) is None
+    event = {"event": "evaluate", "ts": "T", "type": "exit_code", "verdict": "yes", "code": 0}
+    assert LastResult.from_event(event).to_dict() == {"verdict": "yes", "details": {"code": 0}}

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from little_loops.fsm.engine.context import ActionRunner, StepContext
+from little_loops.fsm.engine.cursor_records import HandoffContext
 from little_loops.fsm.engine.events import (
     ACTION_COMPLETE,
     ACTION_START,
@@ -225,11 +226,11 @@ def _action_text(sc: StepContext, state: StateConfig, ctx: InterpolationContext)
     assert state.action
     action = interpolate(state.action, ctx)
     cursor = sc.cursor
-    handoff = cursor.handoff_context or {}
-    if handoff.get("state") != cursor.current_state or cursor.handoff_delivered:
+    handoff = HandoffContext.from_dict(cursor.handoff_context)
+    if handoff is None or handoff.state != cursor.current_state or cursor.handoff_delivered:
         return action
     cursor.handoff_delivered = True
-    prompt = handoff.get("prompt")
+    prompt = handoff.prompt
     if prompt and is_slash(state, action) and "${handoff.prompt}" not in state.action:
         action = f"{action}\n\n{prompt}"
     return action

@@ -11,6 +11,7 @@ returns the `Ending` when the run ends; the core ends it.
 from __future__ import annotations
 
 from little_loops.fsm.engine.context import StepContext
+from little_loops.fsm.engine.cursor_records import HandoffContext
 from little_loops.fsm.engine.events import HANDOFF_CONTINUED, HANDOFF_DETECTED
 from little_loops.fsm.engine.step_result import Ending
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
@@ -61,11 +62,8 @@ def _continue_after_handoff(sc: StepContext, payload: str | None) -> None:
     """`on_handoff: continue`: the same state runs again next, in a fresh process,
     and gets the continuation prompt as a resumed handoff does."""
     cursor = sc.cursor
-    cursor.handoff_context = {
-        "prompt": payload or "",
-        "count": cursor.handoff_count,
-        "state": cursor.current_state,
-    }
+    handoff = HandoffContext(payload or "", cursor.handoff_count, cursor.current_state)
+    cursor.handoff_context = handoff.to_dict()
     cursor.handoff_delivered = False
     sc.emit(
         HANDOFF_CONTINUED,

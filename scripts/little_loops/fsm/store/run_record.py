@@ -22,6 +22,7 @@ from typing import Any
 
 from little_loops.fsm.engine import events
 from little_loops.fsm.engine.context import RunCursor
+from little_loops.fsm.engine.cursor_records import HandoffContext, LastResult
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.spending import RunSpending
@@ -67,7 +68,6 @@ FINAL_STATUSES = {
     "cycle_detected": "stalled",
     "stall_detected": "stalled",
 }
-_NOT_DETAILS = ("event", "ts", "type", "verdict")
 # Statuses whose current state finished its action: on resume it runs as a new iteration.
 _STATE_FINISHED = ("awaiting_continuation", "stalled")
 # A top-level event after which the state is `routed`: the next state is chosen.
@@ -128,8 +128,7 @@ def _capped_place(place: dict[str, Any]) -> dict[str, Any]:
 
 def evaluation_record(event: dict[str, Any]) -> dict[str, Any]:
     """`last_result` from an `evaluate` event: the verdict and every detail key."""
-    details = {key: value for key, value in event.items() if key not in _NOT_DETAILS}
-    return {"verdict": event.get("verdict"), "details": details}
+    return LastResult.from_event(event).to_dict()
 
 
 def logs_in_use(cursor: RunCursor) -> list[str]:
@@ -283,11 +282,8 @@ class RunRecord:
         return Resumed(resumed, cut_off, event)
 
     def _handoff_context(self, cursor: RunCursor) -> dict[str, Any]:
-        return {
-            "prompt": self.continuation_prompt or "",
-            "count": cursor.handoff_count,
-            "state": cursor.current_state,
-        }
+        prompt = self.continuation_prompt or ""
+        return HandoffContext(prompt, cursor.handoff_count, cursor.current_state).to_dict()
 
     def _resume_event(self, cursor: RunCursor, now: str, *, from_handoff: bool) -> dict[str, Any]:
         event: dict[str, Any] = {
