@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from little_loops.fsm.engine.context import RunCursor
-from little_loops.fsm.engine.cursor_records import HandoffContext, LastResult
+from little_loops.fsm.engine.cursor_records import HandoffContext, LastResult, LimitWaitRecord
 from little_loops.fsm.engine.requests import SaveSnapshot
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.run_loop import FSMExecutor
@@ -187,3 +187,22 @@ def test_the_cursor_records_have_one_shape_for_the_state_file_and_the_carry() ->
     assert HandoffContext.from_dict(None) is None
     event = {"event": "evaluate", "ts": "T", "type": "exit_code", "verdict": "yes", "code": 0}
     assert LastResult.from_event(event).to_dict() == {"verdict": "yes", "details": {"code": 0}}
+
+
+def test_a_saved_usage_limit_wait_reads_back_as_it_was_written() -> None:
+    """The state file's `limit_wait` (ll-loop-cli.md §4.2): the keys in their order, the
+    optional ones only when set, an integer `until` kept an integer."""
+    saved = {
+        "state": "work",
+        "until": 1_800_000_000,
+        "message": "limit reached",
+        "exact_reset": True,
+        "resets_at": 1_800_000_000,
+        "session_id": "s-1",
+        "since": 1_799_990_000.5,
+    }
+    record = LimitWaitRecord.from_dict(saved)
+    assert record is not None and list(record.to_dict().items()) == list(saved.items())
+    fresh = LimitWaitRecord("work", 10.0, "m")
+    assert fresh.to_dict() == {"state": "work", "until": 10.0, "message": "m", "exact_reset": False}
+    assert LimitWaitRecord.from_dict(None) is None

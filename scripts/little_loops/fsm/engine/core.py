@@ -15,6 +15,7 @@ code (await the I/O, then submit). The core reads time only from the injected cl
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from little_loops.fsm.engine.action_step import (
 )
 from little_loops.fsm.engine.circuit import note_outcome, trip_route, watched_paths
 from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor, StepContext, iso_time
+from little_loops.fsm.engine.cursor_records import LimitWaitRecord
 from little_loops.fsm.engine.edge_revisits import count_edge
 from little_loops.fsm.engine.evaluation_step import (
     Judgement,
@@ -539,13 +541,12 @@ class RunCore:
             session = result.claude.session_id if result.claude is not None else None
             if isinstance(plan, LimitGiveUp):
                 if plan.until is not None:  # resume waits for it, or gives up again
-                    self.cursor.limit_wait = wait_record(sc, LimitWait(plan.until, hit), session)
+                    wait = wait_record(sc, LimitWait(plan.until, hit), session)
+                    self.cursor.limit_wait = wait.to_dict()
                 return Ending(USAGE_LIMITED, plan.message)
             if isinstance(plan, LimitWait):
                 usage_waits += 1
-                record = wait_record(sc, plan, session)
-                self.cursor.limit_wait = record
-                if not (yield from self._wait_for_limit(record)):
+                if not (yield from self._wait_for_limit(wait_record(sc, plan, session))):
                     return Ending("signal")
             else:
                 backoffs += 1
@@ -565,14 +566,15 @@ class RunCore:
         """The prepared action and its first request: the action's first run, or, after
         what is left of the wait a stopped run was in (ours or HEAD's ladder), its run
         again; else the step or ending that comes instead."""
-        saved, name = self.cursor.limit_wait, self.cursor.current_state
-        if saved is not None and saved.get("state") == name:
-            give_up = saved_wait_plan(saved, self.fsm.rate_limit, now=self._now())
+        saved = LimitWaitRecord.from_dict(self.cursor.limit_wait)
+        name = self.cursor.current_state
+        if saved is not None and saved.state == name:
+            give_up = saved_wait_plan(saved.to_dict(), self.fsm.rate_limit, now=self._now())
             if give_up is not None:
                 return Ending(USAGE_LIMITED, give_up.message)
             if not (yield from self._wait_for_limit(saved)):
                 return Ending("signal")
-            session = saved.get("session_id")
+            session = saved.session_id
         elif limits is not None and "until" in self.cursor.head.rate_limit.get(name, {}):
             self.cursor.limit_wait = None
             resumed = yield from self._resume_head_wait(sc, limits)
@@ -657,21 +659,22 @@ class RunCore:
         session = session if continued else None
         return prepare_retry(sc, state, first, action=action, session=session, retry=retry)
 
-    def _wait_for_limit(self, record: dict[str, Any]) -> Generator[Request, Any, bool]:
+    def _wait_for_limit(self, record: LimitWaitRecord) -> Generator[Request, Any, bool]:
         """Wait out a usage limit (`record`, kept in the cursor meanwhile so a stopped or
         crashed run waits only what is left); False when a shutdown cut it short."""
-        self.cursor.limit_wait = record
         now = self._now()
         # When the wait began, kept in the record: a run stopped during it and resumed
         # later says how long the limit held it up in all, not only the rest it waited.
-        started = record.setdefault("since", now)
+        if record.since is None:
+            record = dataclasses.replace(record, since=now)
+        self.cursor.limit_wait = record.to_dict()
         self._emit(LIMIT_WAIT, **wait_keys(record, now))
-        yield WaitUntil(record["until"])
+        yield WaitUntil(record.until)
         if self.shutdown_requested:
             return False
         self.cursor.limit_wait = None
-        waited = max(round(self._now() - started), 0)
-        self._emit(LIMIT_WAIT_END, state=record["state"], waited_seconds=waited)
+        waited = max(round(self._now() - (record.since or now)), 0)
+        self._emit(LIMIT_WAIT_END, state=record.state, waited_seconds=waited)
         return True
 
     def _back_off(self, plan: LimitBackoff) -> Generator[Request, Any, bool]:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["HandoffContext", "LastResult"]
+__all__ = ["HandoffContext", "LastResult", "LimitWaitRecord"]
 
 # Keys of an `evaluate` event that are not details of the evaluation.
 _NOT_DETAILS = ("event", "ts", "type", "verdict")
@@ -44,6 +44,56 @@ class HandoffContext:
             str(data.get("prompt") or ""),
             count if isinstance(count, int) else 0,
             str(data.get("state") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class LimitWaitRecord:
+    """A usage-limit wait under way or cut short (`RunCursor.limit_wait`): the `state`
+    whose action met the limit, `until` when it resets (epoch seconds), claude's
+    `message`, whether `until` is the stream's exact epoch (`exact_reset`), the reset
+    and limit type claude gave, the session to continue, and `since`: when the wait
+    began (kept, so a run resumed after a stop says how long the limit held it up in all).
+    """
+
+    state: str
+    until: float
+    message: str
+    exact_reset: bool = False
+    resets_at: float | None = None
+    limit_type: str | None = None
+    session_id: str | None = None
+    since: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as the state file, the carry and a sub-loop's place keep it."""
+        out: dict[str, Any] = {
+            "state": self.state,
+            "until": self.until,
+            "message": self.message,
+            "exact_reset": self.exact_reset,
+        }
+        for key in ("resets_at", "limit_type", "session_id", "since"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> LimitWaitRecord | None:
+        """The record of a saved wait (None: none). The state file's checks let only a
+        numeric `until` through; what a hand-made file leaves out reads as empty."""
+        if not data:
+            return None
+        return cls(
+            state=str(data.get("state") or ""),
+            until=data["until"],  # as saved (an int stays one in the file)
+            message=str(data.get("message") or ""),
+            exact_reset=bool(data.get("exact_reset", False)),
+            resets_at=data.get("resets_at"),
+            limit_type=data.get("limit_type"),
+            session_id=data.get("session_id"),
+            since=data.get("since"),
         )
 
 
