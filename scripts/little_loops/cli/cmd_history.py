@@ -9,18 +9,21 @@ reference's lines (`<ts> <event>: {dict}`). `--runs` lists the runs kept in
 
 from __future__ import annotations
 
+import difflib
 import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from little_loops.cli.cmd_inspect import history_line
+from little_loops.cli.command_typos import SIMILARITY
 from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.history_lines import readable_lines
 from little_loops.cli.history_query import EventFilter, event_moment, states_of
 from little_loops.cli.history_runs import Run, runs_of
 from little_loops.cli.output import Logger, plural, write_error_line, write_line
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved, loop_name_for
+from little_loops.fsm.engine.events import EVENT_NAMES
 from little_loops.fsm.errors import LoopError
 from little_loops.fsm.persistence import StatePersistence
 from little_loops.fsm.store.state_files import parse_event_line, read_last_events
@@ -54,7 +57,11 @@ def history_command(
         events_file = chosen.events_file
     query = query or EventFilter()
     events = _read(events_file, tail, output, query)
-    unknown = _unknown_state(loop_arg, query.state, events) or _unknown_events(query, events)
+    unknown = (
+        _unknown_state(loop_arg, query.state, events)
+        or _unknown_events(query, events)
+        or _unknown_event_names(query, events)
+    )
     if unknown is not None:
         Logger().error(unknown)
         return FAILED
@@ -76,6 +83,20 @@ def _unknown_events(query: EventFilter, events: list[dict[str, Any]]) -> str | N
         return None
     asked = ", ".join(query.events)
     return f"--event {asked}: no such event in this run (its events: {', '.join(names)})"
+
+
+def _unknown_event_names(query: EventFilter, events: list[dict[str, Any]]) -> str | None:
+    """`--event` naming an event no run writes (`engine.events.EVENT_NAMES`) nor this run
+    wrote, beside names that it did (or with no events at all): what to say, with the
+    closest name when there is one."""
+    written = {str(event.get("event")) for event in events}
+    for asked in query.events:
+        if asked in EVENT_NAMES or asked in written:
+            continue
+        close = difflib.get_close_matches(asked, sorted(EVENT_NAMES), n=1, cutoff=SIMILARITY)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return f"--event {asked}: ll-loop writes no such event{hint}"
+    return None
 
 
 def _unknown_state(loop_arg: str, state: str | None, events: list[dict[str, Any]]) -> str | None:

@@ -32,6 +32,7 @@ from little_loops.cli.processes import (
     wait_until_gone,
 )
 from little_loops.cli.resolve import LOOPS_DIR, loop_name_for
+from little_loops.fsm.engine.events import HANDOFF_SPAWNED, LOOP_COMPLETE
 from little_loops.fsm.errors import RunFilesError
 from little_loops.fsm.persistence import LoopState, StatePersistence
 from little_loops.fsm.store.locking import AlreadyRunningError, acquire_loop_lock, read_holder
@@ -162,7 +163,7 @@ def _spawned_pids(persistence: StatePersistence) -> set[int]:
     return {
         event["pid"]
         for event in recent
-        if event.get("event") == "handoff_spawned" and isinstance(event.get("pid"), int)
+        if event.get("event") == HANDOFF_SPAWNED and isinstance(event.get("pid"), int)
     }
 
 
@@ -239,7 +240,7 @@ def _mark_interrupted(
 def _final_event(state: LoopState, how: str) -> dict[str, object]:
     """The `loop_complete` the run could not write itself."""
     return {
-        "event": "loop_complete",
+        "event": LOOP_COMPLETE,
         "ts": now_iso(),
         "final_state": state.current_state,
         "iterations": state.current_iteration(),

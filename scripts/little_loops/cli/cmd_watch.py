@@ -35,6 +35,14 @@ from little_loops.cli.resolve import LOOPS_DIR, load_resolved
 from little_loops.cli.run_report import report_run
 from little_loops.cli.state_efforts import state_efforts
 from little_loops.cli.summary import summarize
+from little_loops.fsm.engine.events import (
+    ACTION_COMPLETE,
+    ACTION_START,
+    LOOP_COMPLETE,
+    LOOP_RESUME,
+    LOOP_START,
+    STATE_ENTER,
+)
 from little_loops.fsm.executor import ExecutionResult
 from little_loops.fsm.persistence import LoopState, StatePersistence, is_process_alive
 from little_loops.fsm.process.output_files import action_log_name
@@ -48,7 +56,7 @@ LIVENESS_SECONDS = 1.0
 """How often, while no event comes, the watcher checks that the run's process lives."""
 FINAL_STATE_WAIT_SECONDS = 5.0
 """After `loop_complete`, how long to wait for the runner to save its final state."""
-START_EVENTS = ("loop_start", "loop_resume")
+START_EVENTS = (LOOP_START, LOOP_RESUME)
 # A saved status -> how the run ended, for state files that do not say (`terminated_by`).
 _ENDED_BY_STATUS = {
     "completed": "terminal",
@@ -216,14 +224,14 @@ class _Watcher:
         """Display `events`; the `loop_complete` event among them, if the run ended."""
         for event in events:
             kind = event.get("event")
-            if kind == "state_enter":
+            if kind == STATE_ENTER:
                 self.action = _Action(_int(event.get("iteration")), str(event.get("state")))
-            elif kind == "action_start" and self.verbose:
+            elif kind == ACTION_START and self.verbose:
                 self.action.log = LogTail(self._log_path())
-            elif kind == "action_complete":
+            elif kind == ACTION_COMPLETE:
                 self._show_output(rest=True)
             self.display(event)
-            if kind == "loop_complete":
+            if kind == LOOP_COMPLETE:
                 return event
         return None
 

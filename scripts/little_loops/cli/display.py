@@ -36,6 +36,29 @@ from little_loops.cli.approval_text import answer_hint
 from little_loops.cli.live_line import ActivityLine
 from little_loops.cli.output import GREEN, NO_PROMPT, RED, paint, silence_stdout, write_line
 from little_loops.cli.spending_text import cost_of_event, reset_phrase
+from little_loops.fsm.engine.events import (
+    ACTION_COMPLETE,
+    ACTION_RETRY,
+    ACTION_START,
+    APPROVAL_ANSWERED,
+    APPROVAL_NEEDED,
+    APPROVAL_WAITING,
+    BACKOFF,
+    CHECKPOINT,
+    EVALUATE,
+    HANDOFF_CONTINUED,
+    HANDOFF_DETECTED,
+    LIMIT_WAIT,
+    LIMIT_WAIT_END,
+    LOOP_COMPLETE,
+    LOOP_START,
+    RATE_LIMIT_BACKOFF,
+    RATE_LIMIT_EXHAUSTED,
+    RATE_LIMIT_WAITING,
+    ROUTE,
+    SIGNAL_IGNORED,
+    STATE_ENTER,
+)
 from little_loops.fsm.engine.spending import format_cost
 from little_loops.fsm.model.durations import format_duration as format_wait
 
@@ -118,9 +141,9 @@ class ProgressDisplay:
             self._depth = depth if isinstance(depth, int) and depth > 0 else 0
             self._erase_activity()
             self._print_preamble()
-            if name == "route":
+            if name == ROUTE:
                 self._print_ignored_failure(event)
-            if name != "evaluate":
+            if name != EVALUATE:
                 self._print_action_error()
             if handler is not None:
                 handler(self, event)
@@ -424,25 +447,25 @@ def last_line(text: object) -> str:
 
 
 _HANDLERS = {
-    "state_enter": ProgressDisplay._state_enter,
-    "action_start": ProgressDisplay._action_start,
-    "action_complete": ProgressDisplay._action_complete,
-    "action_retry": ProgressDisplay._action_retry,
-    "signal_ignored": ProgressDisplay._signal_ignored,
-    "evaluate": ProgressDisplay._evaluate,
-    "route": ProgressDisplay._route,
-    "handoff_detected": ProgressDisplay._handoff,
-    "handoff_continued": ProgressDisplay._handoff_continued,
-    "checkpoint": ProgressDisplay._checkpoint,
-    "backoff": ProgressDisplay._backoff,
-    "limit_wait": ProgressDisplay._limit_wait,
-    "limit_wait_end": ProgressDisplay._limit_wait_end,
-    "rate_limit_backoff": ProgressDisplay._rate_limit_backoff,
-    "rate_limit_waiting": ProgressDisplay._rate_limit_waiting,
-    "rate_limit_exhausted": ProgressDisplay._rate_limit_exhausted,
-    "approval_needed": ProgressDisplay._approval_needed,
-    "approval_waiting": ProgressDisplay._approval_needed,
-    "approval_answered": ProgressDisplay._approval_answered,
-    "loop_start": ProgressDisplay._loop_start,
-    "loop_complete": ProgressDisplay._loop_complete,
+    STATE_ENTER: ProgressDisplay._state_enter,
+    ACTION_START: ProgressDisplay._action_start,
+    ACTION_COMPLETE: ProgressDisplay._action_complete,
+    ACTION_RETRY: ProgressDisplay._action_retry,
+    SIGNAL_IGNORED: ProgressDisplay._signal_ignored,
+    EVALUATE: ProgressDisplay._evaluate,
+    ROUTE: ProgressDisplay._route,
+    HANDOFF_DETECTED: ProgressDisplay._handoff,
+    HANDOFF_CONTINUED: ProgressDisplay._handoff_continued,
+    CHECKPOINT: ProgressDisplay._checkpoint,
+    BACKOFF: ProgressDisplay._backoff,
+    LIMIT_WAIT: ProgressDisplay._limit_wait,
+    LIMIT_WAIT_END: ProgressDisplay._limit_wait_end,
+    RATE_LIMIT_BACKOFF: ProgressDisplay._rate_limit_backoff,
+    RATE_LIMIT_WAITING: ProgressDisplay._rate_limit_waiting,
+    RATE_LIMIT_EXHAUSTED: ProgressDisplay._rate_limit_exhausted,
+    APPROVAL_NEEDED: ProgressDisplay._approval_needed,
+    APPROVAL_WAITING: ProgressDisplay._approval_needed,
+    APPROVAL_ANSWERED: ProgressDisplay._approval_answered,
+    LOOP_START: ProgressDisplay._loop_start,
+    LOOP_COMPLETE: ProgressDisplay._loop_complete,
 }

@@ -24,9 +24,19 @@ from typing import Any
 from little_loops.cli.display import GOOD_VERDICTS, SUB_LOOP_INDENT, last_line, one_line, shorten
 from little_loops.cli.history_query import event_moment
 from little_loops.cli.output import GREEN, RED, paint
+from little_loops.fsm.engine.events import (
+    ACTION_COMPLETE,
+    ACTION_START,
+    EVALUATE,
+    LOOP_RESUME,
+    LOOP_START,
+    ROUTE,
+    SIGNAL_IGNORED,
+    STATE_ENTER,
+)
 from little_loops.fsm.engine.spending import format_cost
 
-FOLDED = frozenset({"state_enter", "action_start", "action_complete", "evaluate"})
+FOLDED = frozenset({STATE_ENTER, ACTION_START, ACTION_COMPLETE, EVALUATE})
 COST_KEYS = ("cost_usd", "total_cost_usd", "cost")
 VALUE_WIDTH = 60
 REASON_WIDTH = 80
@@ -70,9 +80,9 @@ class _Visit:
                 self.costed = True
                 break
         kind = event.get("event")
-        if kind == "action_complete":
+        if kind == ACTION_COMPLETE:
             self.error = _action_failure(event)
-        elif kind == "evaluate":
+        elif kind == EVALUATE:
             self.verdict = str(event.get("verdict", "?"))
             if event.get("error"):
                 self.error = one_line(event["error"])
@@ -98,14 +108,14 @@ def readable_lines(
     for index, event in enumerate(events):
         kind = event.get("event")
         depth = _depth(event)
-        if kind == "state_enter":
+        if kind == STATE_ENTER:
             entered = event_moment(event)
             visits[depth] = _Visit(entered, state=str(event.get("state")), lines_before=len(lines))
         visit = visits.setdefault(depth, _Visit())
         visit.note(event)
         if not keep(index) or (fold and (kind in FOLDED or _restart_of_resume(events, index))):
             continue
-        if kind == "route":
+        if kind == ROUTE:
             # Lines printed during the visit (a usage-limit wait, a sub-loop's) came after
             # its start: the visit's line then takes its end's time, to keep time order.
             visit.interrupted = len(lines) > visit.lines_before
@@ -120,14 +130,14 @@ def _restart_of_resume(events: list[dict[str, Any]], index: int) -> bool:
     reference did): the `loop_resume` line says it all."""
     return (
         index > 0
-        and events[index].get("event") == "loop_start"
-        and events[index - 1].get("event") == "loop_resume"
+        and events[index].get("event") == LOOP_START
+        and events[index - 1].get("event") == LOOP_RESUME
         and _depth(events[index]) == _depth(events[index - 1])
     )
 
 
 # A state's own events, which do not name it: their lines do (`--event action_complete`).
-_OF_A_STATE = frozenset({"action_start", "action_complete", "evaluate", "signal_ignored"})
+_OF_A_STATE = frozenset({ACTION_START, ACTION_COMPLETE, EVALUATE, SIGNAL_IGNORED})
 
 
 def _depth(event: dict[str, Any]) -> int:

@@ -13,6 +13,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
+from little_loops.fsm.engine.events import (
+    LOOP_COMPLETE,
+    LOOP_RESUME,
+    LOOP_START,
+    ROUTE,
+    STATE_ENTER,
+)
+
 _AGE = re.compile(r"^\s*(\d+)\s*([smhd])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 SINCE_FORMS = "an ISO time (2026-11-23T02:00), a time today (02:00) or an age (30m, 2h, 1d)"
@@ -84,12 +92,12 @@ def states_of(events: list[dict[str, Any]]) -> list[str | None]:
     owners: list[str | None] = []
     for event in events:
         kind = event.get("event")
-        if kind == "state_enter":
+        if kind == STATE_ENTER:
             current = str(event.get("state"))
-        if kind == "route":
+        if kind == ROUTE:
             owners.append(str(event.get("from")))
             current = None
-        elif kind in ("loop_start", "loop_resume", "loop_complete"):
+        elif kind in (LOOP_START, LOOP_RESUME, LOOP_COMPLETE):
             owners.append(None)
         else:
             owners.append(current)

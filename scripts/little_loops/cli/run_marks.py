@@ -12,6 +12,7 @@ from pathlib import Path
 
 from little_loops.cli.diagram import RunMarks
 from little_loops.cli.output import Logger
+from little_loops.fsm.engine.events import STATE_ENTER
 from little_loops.fsm.errors import StateFileError
 from little_loops.fsm.persistence import LoopState, StatePersistence
 
@@ -33,7 +34,7 @@ def run_marks(state: LoopState, loops_dir: Path) -> RunMarks:
         entered = Counter(
             str(event["state"])
             for event in events
-            if event.get("event") == "state_enter" and "state" in event
+            if event.get("event") == STATE_ENTER and "state" in event
         )
         visits = dict(entered)
     return RunMarks(current_state=state.current_state, visits=visits)

@@ -13,6 +13,7 @@ from datetime import datetime
 from little_loops.cli.display import one_line, shorten
 from little_loops.cli.liveness import Owner, owner_of
 from little_loops.cli.output import format_duration, plural
+from little_loops.fsm.engine.events import ACTION_START, STATE_ENTER
 from little_loops.fsm.model.log_names import action_log_name
 from little_loops.fsm.persistence import LoopState, StatePersistence
 from little_loops.fsm.store.run_history import LIVE_STATUSES
@@ -95,11 +96,11 @@ def _action_under_way(
         kind = event.get("event")
         if event.get("depth"):
             continue
-        if kind == "state_enter" and event.get("state") == current:
+        if kind == STATE_ENTER and event.get("state") == current:
             action = None
             number = event.get("iteration")
             iteration = number if isinstance(number, int) else None
-        elif kind == "action_start":
+        elif kind == ACTION_START:
             text = event.get("action")
             action = text if isinstance(text, str) else None
     return action, iteration

@@ -31,6 +31,7 @@ from little_loops.cli.engine_choice import ENGINE_ENV, engine_choice, require_te
 from little_loops.cli.exit_codes import FAILED, INTERRUPTED, OK, USAGE
 from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved, loop_name_for
+from little_loops.fsm.engine.events import LOOP_RESUME, LOOP_START
 from little_loops.fsm.errors import LoopError
 from little_loops.fsm.model.approval import AWAITING_APPROVAL, ApprovalAnswer
 from little_loops.fsm.store.state_files import RUNNING_DIR
@@ -578,7 +579,7 @@ async def _watch_open(runs: LoopRuns, fsm: Any, same_engine: str, verbose: bool)
     starts = [
         page.first + index
         for index, event in enumerate(page.events)
-        if event.get("event") in ("loop_start", "loop_resume") and not event.get("depth")
+        if event.get("event") in (LOOP_START, LOOP_RESUME) and not event.get("depth")
     ]
     display = progress_display(fsm, RunOptions(verbose=verbose))
     display.preamble = [f"Watching loop: {fsm.name} (on Temporal)", cap_line(fsm), ""]

@@ -14,6 +14,13 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from little_loops.fsm.engine.context import ActionRunner, StepContext
+from little_loops.fsm.engine.cursor_records import HandoffContext
+from little_loops.fsm.engine.events import (
+    ACTION_COMPLETE,
+    ACTION_START,
+    APPEND_TO_MESSAGES_FAILED,
+    SIGNAL_IGNORED,
+)
 from little_loops.fsm.engine.guards import stderr_tail
 from little_loops.fsm.engine.head_actions import (
     action_limit,
@@ -85,7 +92,7 @@ def prepare_action(
         action = _action_text(sc, state, ctx)
     except InterpolationError as exc:
         return error_step(f"Cannot interpolate action: {exc}")
-    sc.emit("action_start", action=action)
+    sc.emit(ACTION_START, action=action)
     timeout = _action_timeout(sc, state.timeout or DEFAULT_ACTION_TIMEOUT)
     scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
     return RunAction(action, timeout, is_slash(state, action), scan, _log_path(sc))
@@ -108,7 +115,7 @@ def _prepare_head(
     prompt = is_prompt_mode(state, action)
     if prompt:
         action = continued_prompt(sc.fsm, state, sc.cursor.head, action)
-    sc.emit("action_start", action=action)
+    sc.emit(ACTION_START, action=action)
     timeout = _action_timeout(sc, action_limit(sc.fsm, state, prompt))
     scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
     flags = claude_flags(state) if prompt else ()
@@ -131,7 +138,7 @@ def prepare_retry(
     `action` (the same text, or a prompt to continue claude's `session`), a fresh scan
     and timeout, and a log of its own (the earlier runs' logs stay as their
     `action_complete` events name them)."""
-    sc.emit("action_start", action=action)
+    sc.emit(ACTION_START, action=action)
     timeout = _action_timeout(sc, _limit(sc, state, first.slash))
     scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
     log_path = retry_log_path(first.log_path, retry) if first.log_path is not None else None
@@ -160,7 +167,7 @@ def complete_action(
         result.error = nul_byte_message(sc.cursor.captured, sc.fsm.context)
     head_state = state if isinstance(state, HeadStateConfig) else None
     shown = complete_keys(head_state) if head_state is not None else {}
-    sc.emit("action_complete", **completed_keys(result), **shown)
+    sc.emit(ACTION_COMPLETE, **completed_keys(result), **shown)
     if state.capture:
         head = is_head(sc.fsm)
         sc.cursor.captured[state.capture] = (
@@ -198,7 +205,7 @@ def _after_head_action(
     try:
         message = appended_message(state, sc.interpolation())
     except InterpolationError as exc:
-        sc.emit("append_to_messages_failed", state=sc.cursor.current_state, error=str(exc))
+        sc.emit(APPEND_TO_MESSAGES_FAILED, state=sc.cursor.current_state, error=str(exc))
         return
     if message is not None:
         head.messages.append(message)
@@ -219,11 +226,11 @@ def _action_text(sc: StepContext, state: StateConfig, ctx: InterpolationContext)
     assert state.action
     action = interpolate(state.action, ctx)
     cursor = sc.cursor
-    handoff = cursor.handoff_context or {}
-    if handoff.get("state") != cursor.current_state or cursor.handoff_delivered:
+    handoff = HandoffContext.from_dict(cursor.handoff_context)
+    if handoff is None or handoff.state != cursor.current_state or cursor.handoff_delivered:
         return action
     cursor.handoff_delivered = True
-    prompt = handoff.get("prompt")
+    prompt = handoff.prompt
     if prompt and is_slash(state, action) and "${handoff.prompt}" not in state.action:
         action = f"{action}\n\n{prompt}"
     return action
@@ -416,4 +423,4 @@ def _say_signal_on_stderr(sc: StepContext, stderr: str | None) -> None:
     found = detector.detect_first(stderr)
     if found is not None:
         marker = found.raw_match.split(":", 1)[0] + ":"
-        sc.emit("signal_ignored", stream="stderr", marker=marker)
+        sc.emit(SIGNAL_IGNORED, stream="stderr", marker=marker)

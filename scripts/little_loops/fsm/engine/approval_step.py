@@ -20,6 +20,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from little_loops.fsm.engine.context import StepContext
+from little_loops.fsm.engine.events import APPROVAL_ANSWERED, APPROVAL_NEEDED, APPROVAL_WAITING
 from little_loops.fsm.engine.requests import AwaitApproval, Request
 from little_loops.fsm.engine.routing_step import route_after_step
 from little_loops.fsm.engine.step_result import Ending, Step
@@ -29,13 +30,6 @@ from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.schema import StateConfig
 
 __all__ = ["APPROVAL_ANSWERED", "APPROVAL_NEEDED", "APPROVAL_WAITING", "ask_approval"]
-
-APPROVAL_NEEDED = "approval_needed"
-"""Event: a question was asked (once per question, however often the run resumes)."""
-APPROVAL_WAITING = "approval_waiting"
-"""Event: a resumed run waits again for the question it had asked."""
-APPROVAL_ANSWERED = "approval_answered"
-"""Event: the answer (or the timeout) the run goes on with."""
 
 
 def ask_approval(

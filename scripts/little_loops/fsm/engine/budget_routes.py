@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from little_loops.fsm.engine.context import StepContext
+from little_loops.fsm.engine.events import BUDGET_WRAP_UP, ROUTE, STATE_BUDGET_EXHAUSTED
 from little_loops.fsm.engine.routing import RoutingError, resolve_target
 from little_loops.fsm.engine.spending import RunSpending, format_cost, format_tokens
 from little_loops.fsm.engine.step_result import Ending
@@ -80,7 +81,7 @@ def announce_wrap_up(
     fsm: FSMLoop, state: str, spent: RunSpending, emit: Callable[..., None]
 ) -> None:
     """`budget_wrap_up` before the wrap-up state runs."""
-    emit("budget_wrap_up", wrap_up_state=state, **_totals(fsm, spent))
+    emit(BUDGET_WRAP_UP, wrap_up_state=state, **_totals(fsm, spent))
 
 
 def _totals(fsm: FSMLoop, spent: RunSpending) -> dict[str, Any]:
@@ -136,10 +137,10 @@ def route_over_budget(sc: StepContext, own: StateBudget, verdict: str | None) ->
         )
     except RoutingError as exc:
         return Ending("error", str(exc))
-    sc.emit("state_budget_exhausted", **state_budget_keys(name, own, cursor.spending))
+    sc.emit(STATE_BUDGET_EXHAUSTED, **state_budget_keys(name, own, cursor.spending))
     route: dict[str, Any] = {"from": name, "to": resolved, "reason": STATE_BUDGET_REASON}
     if verdict is not None:
         route["verdict"] = verdict
-    sc.emit("route", **route)
+    sc.emit(ROUTE, **route)
     cursor.current_state = resolved
     return None

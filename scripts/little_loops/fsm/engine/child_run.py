@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor
+from little_loops.fsm.engine.events import APPROVAL_NEEDED, HANDOFF_CONTINUED, LOOP_START, ROUTE
 from little_loops.fsm.engine.requests import ChildEnded, ChildSpec, Finish, Request, RunAction
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.step_result import Ending
@@ -187,9 +188,9 @@ class ChildRun:
         if "depth" not in event:
             event = {**event, "depth": self.frame.depth}
             kind = event.get("event")
-            if kind == "route":
+            if kind == ROUTE:
                 self.keep_place(str(event["to"]))
-            elif kind in ("loop_start", "handoff_continued", "approval_needed"):
+            elif kind in (LOOP_START, HANDOFF_CONTINUED, APPROVAL_NEEDED):
                 # (a continued handoff's state runs again, prompted; a question asked is
                 # in the place, so `approve` finds it and a resume waits for it)
                 self.keep_place(None)

@@ -17,6 +17,11 @@ from typing import Any
 
 from little_loops.fsm.engine.child_outcome import ChildOutcome
 from little_loops.fsm.engine.context import StepContext
+from little_loops.fsm.engine.events import (
+    SUB_LOOP_WORKTREE_ATTACHED,
+    SUB_LOOP_WORKTREE_DETACHED,
+    SUB_LOOP_WORKTREE_ERROR,
+)
 from little_loops.fsm.engine.requests import (
     AttachWorktree,
     DetachWorktree,
@@ -58,7 +63,7 @@ class ChildWorktree:
             return self._failed(branch, attached.message)
         self.attached, self.branch = attached, branch
         _absolute_run_dir(context, attached.origin)
-        self.sc.emit("sub_loop_worktree_attached", branch=branch, path=str(attached.path))
+        self.sc.emit(SUB_LOOP_WORKTREE_ATTACHED, branch=branch, path=str(attached.path))
         return None
 
     def place(self, request: Request) -> Request:
@@ -76,7 +81,7 @@ class ChildWorktree:
         keys: dict[str, Any] = {"branch": self.branch, "path": str(path)}
         if failure:
             keys["error"] = failure
-        self.sc.emit("sub_loop_worktree_detached", **keys)
+        self.sc.emit(SUB_LOOP_WORKTREE_DETACHED, **keys)
 
     def record(self) -> dict[str, str] | None:
         """What the child's saved place says of the worktree (None: there is none)."""
@@ -85,7 +90,7 @@ class ChildWorktree:
         return {"branch": self.branch, "path": str(self.attached.path)}
 
     def _failed(self, branch: str, message: str) -> ChildOutcome:
-        self.sc.emit("sub_loop_worktree_error", branch=branch, error=message)
+        self.sc.emit(SUB_LOOP_WORKTREE_ERROR, branch=branch, error=message)
         return ChildOutcome("error", "error", error=message)
 
 

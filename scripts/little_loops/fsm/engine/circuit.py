@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from little_loops.fsm.engine import events
 from little_loops.fsm.engine.head_endings import STALL_DETECTED
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.engine.head_routing import HeadRoute
@@ -83,7 +84,7 @@ def trip_route(circuit: CircuitConfig, trip: Trip, emit: Callable[..., None]) ->
     state, exit_code, verdict = trip.outcome
     action = circuit.on_repeated_failure
     keys: dict[str, Any] = {"state": state, "exit_code": exit_code, "verdict": verdict}
-    emit("stall_detected", **keys, **{trip.key: trip.count}, action=action)
+    emit(events.STALL_DETECTED, **keys, **{trip.key: trip.count}, action=action)
     if action != ABORT:
         return HeadRoute(action, "repeated_failure")
     message = (

@@ -15,6 +15,7 @@ code (await the I/O, then submit). The core reads time only from the injected cl
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
 from typing import Any
@@ -38,12 +39,30 @@ from little_loops.fsm.engine.budget_routes import (
 )
 from little_loops.fsm.engine.circuit import note_outcome, trip_route, watched_paths
 from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor, StepContext, iso_time
+from little_loops.fsm.engine.cursor_records import LimitWaitRecord
 from little_loops.fsm.engine.edge_revisits import count_edge
 from little_loops.fsm.engine.evaluation_step import (
     Judgement,
     evaluate_step,
     judging_needs_host_io,
     needs_judgement,
+)
+from little_loops.fsm.engine.events import (
+    ACTION_COMPLETE,
+    APPROVAL_NEEDED,
+    APPROVAL_WAITING,
+    BACKOFF,
+    CHECKPOINT,
+    HANDOFF_CONTINUED,
+    HANDOFF_DETECTED,
+    LIMIT_WAIT,
+    LIMIT_WAIT_END,
+    LOOP_COMPLETE,
+    LOOP_START,
+    RATE_LIMIT_BACKOFF,
+    RATE_LIMIT_WAITING,
+    ROUTE,
+    STATE_ENTER,
 )
 from little_loops.fsm.engine.handoff_flow import handle_handoff
 from little_loops.fsm.engine.head_auth import auth_failure_route
@@ -84,6 +103,7 @@ from little_loops.fsm.engine.requests import (
     InspectWorkspace,
     Request,
     RunAction,
+    SaveSnapshot,
     Sleep,
     WaitUntil,
 )
@@ -111,7 +131,7 @@ from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step, step_ending
 from little_loops.fsm.engine.sub_loop import SubLoopFrame, run_sub_loop
 from little_loops.fsm.engine.throttle import count_action_run, keep_visit_count
-from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
+from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.model.approval import is_approval
@@ -121,7 +141,26 @@ from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
 from little_loops.fsm.schema import FSMLoop, StateConfig
 from little_loops.fsm.signal_detector import SignalDetector
 
-__all__ = ["BUDGET", "USAGE_LIMITED", "RunCore"]
+__all__ = ["BUDGET", "SAVE_POINTS", "USAGE_LIMITED", "RunCore", "SaveCallback"]
+
+SAVE_POINTS = frozenset(
+    {
+        LOOP_START,
+        ROUTE,
+        HANDOFF_CONTINUED,
+        LIMIT_WAIT,
+        LIMIT_WAIT_END,
+        RATE_LIMIT_WAITING,
+        APPROVAL_NEEDED,
+        APPROVAL_WAITING,
+    }
+)
+"""Events after which the core asks for a snapshot (`SaveSnapshot`); also a
+`handoff_detected` whose handoff spawns a session (saved before the session exists)."""
+
+SaveCallback = Callable[[SaveSnapshot], None]
+# Asks for the top run's snapshot after an event: (event name, payload, from a sub-loop).
+_AskSave = Callable[[str, Mapping[str, object], bool], None]
 
 BUDGET = "budget_exhausted"
 """`terminated_by` of a run that reached its budget (`max_cost_usd`, `--max-cost`,
@@ -145,7 +184,9 @@ class RunCore:
     itself is the `HandOff` request. `revised(name)` says whether a named change of
     `revisions` applies to this run (default: all do; a replayed workflow may say no).
     `choices`: the run's `--no-llm`/`--llm-model`, already applied to `fsm` by whoever
-    loaded it; the core applies them to the sub-loops it loads.
+    loaded it; the core applies them to the sub-loops it loads. `save`: where the core
+    asks for a snapshot at each of its `SAVE_POINTS` (None: nobody keeps a state file);
+    a sub-loop's core asks its top run's.
     """
 
     def __init__(
@@ -165,6 +206,7 @@ class RunCore:
         revised: Callable[[str], bool] = every_revision,
         sub_loop_frame: SubLoopFrame | None = None,
         choices: RunChoices = NO_CHOICES,
+        save: SaveCallback | None = None,
     ) -> None:
         self.fsm = fsm
         self.clock = clock
@@ -182,6 +224,8 @@ class RunCore:
         self.sub_loop_frame = sub_loop_frame
         # The run's `--no-llm`/`--llm-model`, applied to every sub-loop it loads (§4.6).
         self.choices = choices
+        # Asks for a snapshot: the top run's (a sub-loop's core is given it by `nested`).
+        self._ask_save: _AskSave | None = None if save is None else self._snapshot_asker(save)
         self._stopping = False
         # True while the `on_budget` wrap-up runs: a sub-loop it runs is not held to the
         # run's spent budgets (`sub_loop`).
@@ -236,7 +280,7 @@ class RunCore:
         """The core of a sub-loop of this run: the same clock, environment, signals,
         handoff handler, checkpoints and run choices; it stops when this core stops
         (`sub_loop`)."""
-        return RunCore(
+        child = RunCore(
             fsm,
             clock=self.clock,
             cursor=cursor,
@@ -252,6 +296,8 @@ class RunCore:
             sub_loop_frame=frame,
             choices=self.choices,
         )
+        child._ask_save = self._ask_save  # the top run's snapshot (its state is under way)
+        return child
 
     def finish_after_crash(self, exc: Exception) -> ExecutionResult:
         """End the run after a driver's collaborator or the event callback raised."""
@@ -260,14 +306,14 @@ class RunCore:
         )
         result = self._result("error", message)
         with contextlib.suppress(EventCallbackError):  # the callback is what failed
-            self._emit("loop_complete", **completion_keys(result))
+            self._emit(LOOP_COMPLETE, **completion_keys(result))
         return result
 
     # -- the run ------------------------------------------------------------------------
 
     def _run(self) -> _Steps:
         self._start()
-        self._emit("loop_start", loop=self.fsm.name)
+        self._emit(LOOP_START, loop=self.fsm.name)
         ending = yield from self._loop()
         assert ending is not None
         yield Finish(ending, self._finish(ending))
@@ -319,7 +365,7 @@ class RunCore:
                 return ending
             seconds = self._backoff_seconds()
             if seconds is not None:
-                self._emit("backoff", seconds=seconds)  # addition: so the wait can be shown
+                self._emit(BACKOFF, seconds=seconds)  # addition: so the wait can be shown
                 yield Sleep(seconds)
 
     def _step(self, sc: StepContext, state: StateConfig) -> _Sub:
@@ -397,7 +443,7 @@ class RunCore:
         ending = yield from self._run_state(sc, state)
         if ending is not None and ending.terminated_by == "signal":
             return ending
-        self._emit("route", **{"from": cursor.current_state, "to": pending, "reason": reason})
+        self._emit(ROUTE, **{"from": cursor.current_state, "to": pending, "reason": reason})
         cursor.current_state = pending
         return None
 
@@ -406,7 +452,7 @@ class RunCore:
         cursor.iteration += 1
         self.guards.visits.enter(cursor.current_state)
         cursor.redirected.clear()
-        self._emit("state_enter", state=cursor.current_state, iteration=cursor.iteration)
+        self._emit(STATE_ENTER, state=cursor.current_state, iteration=cursor.iteration)
 
     def _stop_reason(self, state: StateConfig) -> str | None:
         if self.shutdown_requested:
@@ -557,7 +603,7 @@ class RunCore:
                     note_through(self.cursor.head.rate_limit, self.cursor.current_state)
                 return complete_action(sc, state, request, result)
             if limits is not None and hit.kind in LADDER_KINDS:
-                self._emit("action_complete", limit=hit.kind, **completed_keys(result))
+                self._emit(ACTION_COMPLETE, limit=hit.kind, **completed_keys(result))
                 waited = yield from self._head_ladder(sc, limits, hit, result)
                 if isinstance(waited, Ending | HeadRoute):
                     return waited
@@ -573,17 +619,16 @@ class RunCore:
             )
             if plan is None:
                 return complete_action(sc, state, request, result)
-            self._emit("action_complete", limit=hit.kind, **completed_keys(result))
+            self._emit(ACTION_COMPLETE, limit=hit.kind, **completed_keys(result))
             session = result.claude.session_id if result.claude is not None else None
             if isinstance(plan, LimitGiveUp):
                 if plan.until is not None:  # resume waits for it, or gives up again
-                    self.cursor.limit_wait = wait_record(sc, LimitWait(plan.until, hit), session)
+                    wait = wait_record(sc, LimitWait(plan.until, hit), session)
+                    self.cursor.limit_wait = wait.to_dict()
                 return Ending(USAGE_LIMITED, plan.message)
             if isinstance(plan, LimitWait):
                 usage_waits += 1
-                record = wait_record(sc, plan, session)
-                self.cursor.limit_wait = record
-                if not (yield from self._wait_for_limit(record)):
+                if not (yield from self._wait_for_limit(wait_record(sc, plan, session))):
                     return Ending("signal")
             else:
                 backoffs += 1
@@ -603,14 +648,15 @@ class RunCore:
         """The prepared action and its first request: the action's first run, or, after
         what is left of the wait a stopped run was in (ours or HEAD's ladder), its run
         again; else the step or ending that comes instead."""
-        saved, name = self.cursor.limit_wait, self.cursor.current_state
-        if saved is not None and saved.get("state") == name:
-            give_up = saved_wait_plan(saved, self.fsm.rate_limit, now=self._now())
+        saved = LimitWaitRecord.from_dict(self.cursor.limit_wait)
+        name = self.cursor.current_state
+        if saved is not None and saved.state == name:
+            give_up = saved_wait_plan(saved.to_dict(), self.fsm.rate_limit, now=self._now())
             if give_up is not None:
                 return Ending(USAGE_LIMITED, give_up.message)
             if not (yield from self._wait_for_limit(saved)):
                 return Ending("signal")
-            session = saved.get("session_id")
+            session = saved.session_id
         elif limits is not None and "until" in self.cursor.head.rate_limit.get(name, {}):
             self.cursor.limit_wait = None
             resumed = yield from self._resume_head_wait(sc, limits)
@@ -695,27 +741,28 @@ class RunCore:
         session = session if continued else None
         return prepare_retry(sc, state, first, action=action, session=session, retry=retry)
 
-    def _wait_for_limit(self, record: dict[str, Any]) -> Generator[Request, Any, bool]:
+    def _wait_for_limit(self, record: LimitWaitRecord) -> Generator[Request, Any, bool]:
         """Wait out a usage limit (`record`, kept in the cursor meanwhile so a stopped or
         crashed run waits only what is left); False when a shutdown cut it short."""
-        self.cursor.limit_wait = record
         now = self._now()
         # When the wait began, kept in the record: a run stopped during it and resumed
         # later says how long the limit held it up in all, not only the rest it waited.
-        started = record.setdefault("since", now)
-        self._emit("limit_wait", **wait_keys(record, now))
-        yield WaitUntil(record["until"])
+        if record.since is None:
+            record = dataclasses.replace(record, since=now)
+        self.cursor.limit_wait = record.to_dict()
+        self._emit(LIMIT_WAIT, **wait_keys(record, now))
+        yield WaitUntil(record.until)
         if self.shutdown_requested:
             return False
         self.cursor.limit_wait = None
-        waited = max(round(self._now() - started), 0)
-        self._emit("limit_wait_end", state=record["state"], waited_seconds=waited)
+        waited = max(round(self._now() - (record.since or now)), 0)
+        self._emit(LIMIT_WAIT_END, state=record.state, waited_seconds=waited)
         return True
 
     def _back_off(self, plan: LimitBackoff) -> Generator[Request, Any, bool]:
         """Back off from a rate limit or overload; False when a shutdown cut it short."""
         retries = self.fsm.rate_limit.retries
-        self._emit("rate_limit_backoff", **backoff_keys(self.cursor.current_state, plan, retries))
+        self._emit(RATE_LIMIT_BACKOFF, **backoff_keys(self.cursor.current_state, plan, retries))
         yield Sleep(plan.seconds)
         return not self.shutdown_requested
 
@@ -749,7 +796,7 @@ class RunCore:
         result = yield Checkpoint(cursor.current_state, cursor.iteration, reason)
         keys = checkpoint_keys(result, reason)
         if keys is not None:
-            self._emit("checkpoint", state=cursor.current_state, iteration=cursor.iteration, **keys)
+            self._emit(CHECKPOINT, state=cursor.current_state, iteration=cursor.iteration, **keys)
 
     def _hand_off(self, sc: StepContext, signal: Any) -> _Sub:
         """A handoff: continue, or end the run, handed to the handler when there is one."""
@@ -789,7 +836,7 @@ class RunCore:
         result.stop_reason = ending.stop_reason
         result.continuations_exhausted = ending.exhausted
         result.error_detail = ending.error_detail
-        self._emit("loop_complete", **completion_keys(result))
+        self._emit(LOOP_COMPLETE, **completion_keys(result))
         return result
 
     def _result(self, terminated_by: str, error: str | None) -> ExecutionResult:
@@ -808,8 +855,37 @@ class RunCore:
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _emit(self, name: str, **payload: Any) -> None:
+    def _emit(self, name: str, /, **payload: object) -> None:
+        """Stamp and deliver the event `name` (one of `events.EVENT_NAMES`), asking for a
+        snapshot first when the event is a save point (the driver writes it once it has
+        recorded the event)."""
+        ask = self._ask_save
+        if ask is not None and (
+            name in SAVE_POINTS or (name == HANDOFF_DETECTED and self._spawns())
+        ):
+            ask(name, payload, self.sub_loop_frame is not None)
         deliver(self._callback, name, payload, iso_time(self.clock.wall()))
+
+    def _spawns(self) -> bool:
+        """Whether a handoff spawns a session (saved before the session exists)."""
+        handler = self._handoff_handler
+        return handler is not None and handler.behavior is HandoffBehavior.SPAWN
+
+    def _snapshot_asker(self, save: SaveCallback) -> _AskSave:
+        """Asks `save` for this run's snapshot after an event (see `SaveSnapshot`)."""
+
+        def ask(name: str, payload: Mapping[str, object], nested: bool) -> None:
+            cursor = self.cursor
+            to = payload.get("to") if name == ROUTE and not nested else None
+            current = cursor.current_state if to is None else str(to)
+            request = SaveSnapshot(name, cursor, self.guards, current, self.elapsed_ms(), nested)
+            try:
+                save(request)
+            except Exception as exc:  # ends the run as a failing event callback does
+                message = f"Event callback failed on '{name}': {type(exc).__name__}: {exc}"
+                raise EventCallbackError(message) from exc
+
+        return ask
 
     def _step_context(self) -> StepContext:
         return StepContext(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from little_loops.fsm.engine import events
 from little_loops.fsm.engine.head_endings import CYCLE_DETECTED
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.engine.step_result import Ending
@@ -28,6 +29,6 @@ def count_edge(
     if count <= limit:
         return None
     keys = {"edge": edge, "from": source, "to": target, "count": count, "max": limit}
-    emit("cycle_detected", **keys)
+    emit(events.CYCLE_DETECTED, **keys)
     message = f"cycle detected: edge '{edge}' taken {count} times (max_edge_revisits: {limit})"
     return Ending(CYCLE_DETECTED, message)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from little_loops.fsm.engine.context import StepContext
+from little_loops.fsm.engine.cursor_records import LastResult
+from little_loops.fsm.engine.events import EVALUATE
 from little_loops.fsm.engine.head_capture import note_head_evaluation
 from little_loops.fsm.engine.head_judging import (
     head_judge,
@@ -90,13 +92,13 @@ def evaluate_step(
             step.verdict, step.details = settle(state, cursor.current_state, cursor.head, judged)
     if not state.next:
         cursor.prev_result = prev_result_of(step, cursor.current_state)
-    cursor.last_result = {"verdict": step.verdict, "details": step.details}
+    cursor.last_result = LastResult(step.verdict, step.details).to_dict()
     if is_head(sc.fsm):  # HEAD §2.5: the capture's verdict, prev.timeout_kind
         prev = None if state.next else cursor.prev_result
         note_head_evaluation(cursor.captured, prev, state, step)
     details = {k: v for k, v in step.details.items() if k not in _RESERVED_EVENT_KEYS}
     kind = state.evaluate.type if state.evaluate else "default"
-    sc.emit("evaluate", type=kind, verdict=step.verdict, **details)
+    sc.emit(EVALUATE, type=kind, verdict=step.verdict, **details)
     return step
 
 

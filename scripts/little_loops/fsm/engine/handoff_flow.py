@@ -11,6 +11,8 @@ returns the `Ending` when the run ends; the core ends it.
 from __future__ import annotations
 
 from little_loops.fsm.engine.context import StepContext
+from little_loops.fsm.engine.cursor_records import HandoffContext
+from little_loops.fsm.engine.events import HANDOFF_CONTINUED, HANDOFF_DETECTED
 from little_loops.fsm.engine.step_result import Ending
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.signal_detector import DetectedSignal
@@ -24,7 +26,7 @@ def handle_handoff(sc: StepContext, signal: DetectedSignal) -> Ending | None:
     cursor = sc.cursor
     cursor.handoff_count += 1
     sc.emit(
-        "handoff_detected",
+        HANDOFF_DETECTED,
         state=cursor.current_state,
         iteration=cursor.iteration,
         continuation=payload,
@@ -60,14 +62,11 @@ def _continue_after_handoff(sc: StepContext, payload: str | None) -> None:
     """`on_handoff: continue`: the same state runs again next, in a fresh process,
     and gets the continuation prompt as a resumed handoff does."""
     cursor = sc.cursor
-    cursor.handoff_context = {
-        "prompt": payload or "",
-        "count": cursor.handoff_count,
-        "state": cursor.current_state,
-    }
+    handoff = HandoffContext(payload or "", cursor.handoff_count, cursor.current_state)
+    cursor.handoff_context = handoff.to_dict()
     cursor.handoff_delivered = False
     sc.emit(
-        "handoff_continued",
+        HANDOFF_CONTINUED,
         state=cursor.current_state,
         iteration=cursor.iteration,
         count=cursor.handoff_count,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from little_loops.fsm.engine.events import MAX_ITERATIONS_REACHED_SUMMARY, MAX_STEPS_SUMMARY
 from little_loops.fsm.engine.head_endings import MAX_PASSES_REACHED, MAX_STEPS
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.model.head_loop import HeadLoop
@@ -49,6 +50,6 @@ def announce_summary(
     """`max_steps_summary` / `max_iterations_reached_summary` before `state` runs."""
     payload: dict[str, Any] = {"summary_state": state}
     if cap == MAX_STEPS:
-        emit("max_steps_summary", **payload, iterations=steps)
+        emit(MAX_STEPS_SUMMARY, **payload, iterations=steps)
     else:
-        emit("max_iterations_reached_summary", **payload, iteration_count=memory.passes)
+        emit(MAX_ITERATIONS_REACHED_SUMMARY, **payload, iteration_count=memory.passes)

@@ -2,7 +2,7 @@
 spec/ll-head-dialect.md §2.2 (`failure`), §7.3–§7.5 and §7.7.
 
 The store maps each to a saved status and the CLI to an exit code (`cli/exit_codes.py`,
-`store/persistent_executor.FINAL_STATUSES`); a legacy run never ends with one of them.
+`store/run_record.FINAL_STATUSES`); a legacy run never ends with one of them.
 """
 
 from __future__ import annotations

@@ -16,6 +16,11 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from little_loops.fsm.engine.context import StepContext, iso_time
+from little_loops.fsm.engine.events import (
+    RATE_LIMIT_EXHAUSTED,
+    RATE_LIMIT_STORM,
+    RATE_LIMIT_WAITING,
+)
 from little_loops.fsm.engine.head_rate_limits import (
     STORM_COUNT,
     HeadExhausted,
@@ -33,8 +38,8 @@ __all__ = ["RATE_LIMIT_EXHAUSTED", "WAIT_CHUNK_SECONDS", "leave_rate_limited", "
 WAIT_CHUNK_SECONDS = 60.0
 """The longest single `Sleep` of a wait: `rate_limit_waiting` comes about once a minute."""
 
-RATE_LIMIT_EXHAUSTED = "rate_limit_exhausted"
-"""The `reason` of the route an exhausted rate-limit budget takes."""
+# `RATE_LIMIT_EXHAUSTED` (events) is also the `reason` of the route an exhausted rate-limit
+# budget takes.
 
 _USAGE_LIMITED = "usage_limited"  # = core.USAGE_LIMITED (core imports this module)
 
@@ -59,7 +64,7 @@ def wait_in_place(
     done = 0.0
     while done < wait.seconds:
         sc.emit(
-            "rate_limit_waiting",
+            RATE_LIMIT_WAITING,
             state=name,
             elapsed_seconds=round(done),
             next_attempt_at=iso_time(until),
@@ -88,7 +93,7 @@ def leave_rate_limited(
     sc.emit(RATE_LIMIT_EXHAUSTED, **exhausted_keys(name, entry, target))
     count = note_exhausted(entry)
     if count >= STORM_COUNT:
-        sc.emit("rate_limit_storm", state=name, count=count)
+        sc.emit(RATE_LIMIT_STORM, state=name, count=count)
     sc.cursor.head.session_summary = None  # §7.8: an exhaustion clears the summary
     if target is None:
         return Ending(_USAGE_LIMITED, exhausted.message)

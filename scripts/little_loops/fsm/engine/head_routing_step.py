@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from little_loops.fsm.engine.context import StepContext
+from little_loops.fsm.engine.events import ACTION_ERROR, ROUTE
 from little_loops.fsm.engine.head_routing import (
     HeadRoute,
     choose_head_target,
@@ -73,7 +74,7 @@ def move_head(
         event["verdict"] = verdict
     if route.reason is not None:
         event["reason"] = route.reason
-    sc.emit("route", **event)
+    sc.emit(ROUTE, **event)
     cursor.current_state = resolved
     return None
 
@@ -95,7 +96,7 @@ def _next_state(sc: StepContext, state: HeadStateConfig, step: Step) -> HeadRout
         error = str(step.details.get("error", ""))
         if state.on_error is None:
             return Ending("error", error or None)
-        sc.emit("action_error", state=sc.cursor.current_state, error=error, route=state.on_error)
+        sc.emit(ACTION_ERROR, state=sc.cursor.current_state, error=error, route=state.on_error)
         return HeadRoute(state.on_error, "action_error")
     if action is not None and action.exit_code < 0 and state.on_error is None:
         return Ending(INTERRUPTED, f"action killed by signal {-action.exit_code}")

@@ -9,9 +9,11 @@ an error or a stall streak: the state simply runs again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from little_loops.fsm.engine.cursor_records import LimitWaitRecord
 from little_loops.fsm.model.durations import format_duration
 from little_loops.fsm.model.limit_hit import LimitHit
 from little_loops.fsm.schema import RateLimitConfig
@@ -116,13 +118,13 @@ def _doubling(first: float, times: int) -> float:
 
 
 def saved_wait_plan(
-    record: dict[str, Any], config: RateLimitConfig, *, now: float
+    record: Mapping[str, Any], config: RateLimitConfig, *, now: float
 ) -> LimitGiveUp | None:
     """A resumed run's saved wait (`RunCursor.limit_wait`): give up again when what is
     left of it is still beyond `max_wait` (a weekly limit); None: wait what is left."""
-    if float(record["until"]) - now > config.max_wait:
-        message = _beyond_max_wait(str(record.get("message", "")), config)
-        return LimitGiveUp(message, float(record["until"]))
+    wait = LimitWaitRecord.from_dict(record)
+    if wait is not None and float(wait.until) - now > config.max_wait:
+        return LimitGiveUp(_beyond_max_wait(wait.message, config), float(wait.until))
     return None
 
 

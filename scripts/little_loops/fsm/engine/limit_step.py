@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from little_loops.fsm.engine.context import StepContext, iso_time
+from little_loops.fsm.engine.cursor_records import LimitWaitRecord
 from little_loops.fsm.engine.limit_policy import LimitBackoff, LimitWait
 from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.process.claude_limits import (
@@ -59,37 +60,33 @@ def limit_of(result: ActionResult, slash: bool, now: float) -> LimitHit | None:
     )
 
 
-def wait_record(sc: StepContext, plan: LimitWait, session: str | None) -> dict[str, Any]:
+def wait_record(sc: StepContext, plan: LimitWait, session: str | None) -> LimitWaitRecord:
     """What the state file keeps of a usage-limit wait (`RunCursor.limit_wait`)."""
     hit = plan.hit
-    record: dict[str, Any] = {
-        "state": sc.cursor.current_state,
-        "until": plan.until,
-        "message": hit.message,
-        "exact_reset": hit.exact_reset,
-    }
-    if hit.resets_at is not None:
-        record["resets_at"] = hit.resets_at
-    if hit.limit_type is not None:
-        record["limit_type"] = hit.limit_type
-    if session is not None:
-        record["session_id"] = session
-    return record
+    return LimitWaitRecord(
+        state=sc.cursor.current_state,
+        until=plan.until,
+        message=hit.message,
+        exact_reset=hit.exact_reset,
+        resets_at=hit.resets_at,
+        limit_type=hit.limit_type,
+        session_id=session,
+    )
 
 
-def wait_keys(record: dict[str, Any], now: float) -> dict[str, Any]:
+def wait_keys(record: LimitWaitRecord, now: float) -> dict[str, Any]:
     """The payload of `limit_wait` for the wait `record` as of `now`."""
     keys: dict[str, Any] = {
-        "state": record["state"],
+        "state": record.state,
         "kind": "usage_limit",
-        "message": record["message"],
-        "until": iso_time(record["until"]),
-        "wait_seconds": max(round(record["until"] - now), 0),
+        "message": record.message,
+        "until": iso_time(record.until),
+        "wait_seconds": max(round(record.until - now), 0),
     }
-    if "resets_at" in record:
-        keys["resets_at"] = iso_time(record["resets_at"])
-    if "limit_type" in record:
-        keys["limit_type"] = record["limit_type"]
+    if record.resets_at is not None:
+        keys["resets_at"] = iso_time(record.resets_at)
+    if record.limit_type is not None:
+        keys["limit_type"] = record.limit_type
     return keys
 
 

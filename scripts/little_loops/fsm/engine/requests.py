@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from little_loops.fsm.engine.context import RunCursor
+from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step
 from little_loops.fsm.interpolation import InterpolationContext
@@ -36,6 +38,7 @@ __all__ = [
     "Request",
     "RunAction",
     "RunChild",
+    "SaveSnapshot",
     "Sleep",
     "WaitUntil",
     "WorktreeAttached",
@@ -260,6 +263,28 @@ class RunChild:
     `ChildEnded` it sends back."""
 
     child: ChildToRun
+
+
+@dataclass(frozen=True)
+class SaveSnapshot:
+    """Save the run's snapshot with the event `after` (the run has reached a place a
+    resume can go on from: the start, a route, a continued handoff, a usage-limit wait or
+    a minute of one, a handoff about to spawn a session).
+
+    Not yielded like the requests above: the save belongs with its event, which a step
+    emits in the middle of its work, before the cursor changes again. The core hands it
+    to its driver's `save` callback just before it delivers the event; a driver that keeps
+    a state file (`store.persistent_executor`) writes it once it has recorded that event.
+    `cursor` and `guards` are the run's own (read at once, never kept); `current_state`
+    the state the snapshot names (a route's target); `nested`: a sub-loop's event (the
+    cursor is still the top run's, whose state is under way)."""
+
+    after: str
+    cursor: RunCursor
+    guards: RunGuards
+    current_state: str
+    elapsed_ms: int
+    nested: bool = False
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ step, no `route` event. The counts and the previous-state marker live in the cur
 from __future__ import annotations
 
 from little_loops.fsm.engine.context import StepContext
+from little_loops.fsm.engine.events import RETRY_EXHAUSTED
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.engine.routing import RoutingError, resolve_target
 from little_loops.fsm.engine.step_result import Ending
@@ -48,6 +49,6 @@ def leave_exhausted(sc: StepContext, state: StateConfig) -> Ending | None:
     except RoutingError as exc:
         return Ending("error", str(exc))
     retries = memory.retry_counts.pop(name, 0)
-    sc.emit("retry_exhausted", state=name, retries=retries, next=target)
+    sc.emit(RETRY_EXHAUSTED, state=name, retries=retries, next=target)
     cursor.current_state = target
     return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from little_loops.fsm.engine.context import StepContext
+from little_loops.fsm.engine.events import ROUTE
 from little_loops.fsm.engine.head_routing_step import route_head_step
 from little_loops.fsm.engine.routing import (
     RoutingError,
@@ -52,7 +53,7 @@ def route_after_step(
     route: dict[str, Any] = {"from": cursor.current_state, "to": resolved}
     if step.verdict is not None:
         route["verdict"] = step.verdict
-    sc.emit("route", **route)
+    sc.emit(ROUTE, **route)
     cursor.current_state = resolved
     if stop is not None:
         return Ending("signal_stop", stop_reason=stop.payload)
@@ -94,7 +95,7 @@ def _move(sc: StepContext, target: str, reason: str) -> Ending | None:
         resolved = _resolve(sc, target, sc.interpolation())
     except RoutingError as exc:
         return Ending("error", str(exc))
-    sc.emit("route", **{"from": cursor.current_state, "to": resolved, "reason": reason})
+    sc.emit(ROUTE, **{"from": cursor.current_state, "to": resolved, "reason": reason})
     cursor.current_state = resolved
     return None
 

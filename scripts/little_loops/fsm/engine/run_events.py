@@ -7,7 +7,7 @@ A callback that raises ends the run: `deliver` wraps its exception in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from little_loops.fsm.engine.step_result import ExecutionResult
@@ -31,7 +31,7 @@ def ignore_event(event: dict[str, Any]) -> None:
 
 
 def deliver(
-    callback: Callable[[dict[str, Any]], None], name: str, payload: dict[str, Any], ts: str
+    callback: Callable[[dict[str, Any]], None], name: str, payload: Mapping[str, object], ts: str
 ) -> None:
     """Stamp the event `name` with `ts` (ISO 8601, UTC) and hand it to `callback`; a
     raising callback becomes `EventCallbackError`."""

@@ -33,7 +33,7 @@ from little_loops.fsm.engine.context import (
     EventCallback,
     RunCursor,
 )
-from little_loops.fsm.engine.core import RunCore
+from little_loops.fsm.engine.core import RunCore, SaveCallback
 from little_loops.fsm.engine.evaluation_step import judge
 from little_loops.fsm.engine.requests import (
     AttachWorktree,
@@ -125,6 +125,7 @@ class FSMExecutor:
         clock: Clock | None = None,
         env: Mapping[str, str] | None = None,
         choices: RunChoices = NO_CHOICES,
+        save_callback: SaveCallback | None = None,
     ) -> None:
         self.fsm = fsm
         self.event_callback: EventCallback = event_callback or ignore_event
@@ -145,6 +146,8 @@ class FSMExecutor:
         self.env = env
         # The run's `--no-llm`/`--llm-model` (already in `fsm.llm`), for its sub-loops.
         self.choices = choices
+        # Addition: where the core's `SaveSnapshot` requests go (persistence; None: none).
+        self.save_callback = save_callback
         self.cursor = RunCursor(fsm.initial)
         self.handoff_result: HandoffResult | None = None
         self._shutdown_requested = False
@@ -217,6 +220,7 @@ class FSMExecutor:
             checkpoints=self.checkpointer is not None,
             stop_requested=self._stop_requested,
             choices=self.choices,
+            save=self.save_callback,
         )
 
     def _stop_requested(self) -> bool:

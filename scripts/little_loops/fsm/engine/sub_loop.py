@@ -39,6 +39,8 @@ from little_loops.fsm.engine.child_outcome import (
 from little_loops.fsm.engine.child_run import ChildRun, ParentCore, SubLoopFrame
 from little_loops.fsm.engine.child_worktree import ChildWorktree
 from little_loops.fsm.engine.context import RunCursor, StepContext
+from little_loops.fsm.engine.cursor_records import HandoffContext
+from little_loops.fsm.engine.events import ROUTE
 from little_loops.fsm.engine.requests import ChildEnded, LoadChild, LoadedChild, Request, RunChild
 from little_loops.fsm.engine.routing import RoutingError, no_route_message, resolve_target
 from little_loops.fsm.engine.run_guards import RunGuards
@@ -250,11 +252,9 @@ class _ChildRun:
         ending = ended.ending
         if ending.terminated_by == "handoff":
             self.sc.cursor.handoff_count += 1
-            record["handoff_context"] = {
-                "prompt": ending.continuation_prompt or "",
-                "count": ended.handoff_count,
-                "state": ended.result.final_state,
-            }
+            prompt = ending.continuation_prompt or ""
+            handoff = HandoffContext(prompt, ended.handoff_count, ended.result.final_state)
+            record["handoff_context"] = handoff.to_dict()
             record["counters"]["handoff_count"] = ended.handoff_count
         record["limit_wait"] = ended.limit_wait
         # What it spent so far is the run's now; the resumed child counts from nothing.
@@ -309,6 +309,6 @@ def _come_back(
         )
     except (RoutingError, InterpolationError) as exc:
         return Ending("error", str(exc))
-    sc.emit("route", **{"from": name, "to": resolved, "verdict": outcome.verdict})
+    sc.emit(ROUTE, **{"from": name, "to": resolved, "verdict": outcome.verdict})
     cursor.current_state = resolved
     return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from little_loops.fsm.engine.events import THROTTLE_HARD, THROTTLE_STOP, THROTTLE_WARN
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.engine.head_routing import HeadRoute
 from little_loops.fsm.engine.step_result import Ending
@@ -43,7 +44,7 @@ def count_action_run(
     count = memory.throttle_counts[name] = memory.throttle_counts.get(name, 0) + 1
     if count == limits.warn_max:
         emit(
-            "throttle_warn",
+            THROTTLE_WARN,
             state=name,
             count=count,
             normal_max=limits.normal_max,
@@ -53,10 +54,10 @@ def count_action_run(
     if state.type == _LEARNING or count < limits.hard_max:
         return None
     if count > limits.hard_max:
-        emit("throttle_stop", state=name, count=count, hard_max=limits.hard_max)
+        emit(THROTTLE_STOP, state=name, count=count, hard_max=limits.hard_max)
         return Ending("error", _stop_message(name, count, limits.hard_max))
     target = state.on_throttle_hard or state.on_error
-    emit("throttle_hard", state=name, count=count, hard_max=limits.hard_max, next=target)
+    emit(THROTTLE_HARD, state=name, count=count, hard_max=limits.hard_max, next=target)
     return None if target is None else HeadRoute(target, "throttle_hard")
 
 

@@ -74,8 +74,12 @@ def _ref(name: str) -> dict[str, Any]:
     return {"$ref": f"#/definitions/{name}"}
 
 
-def _opt(kind: str, **more: Any) -> dict[str, Any]:
-    return {"type": [kind, "null"], **more}
+def _opt(kind: str, *, pattern: str | None = None) -> dict[str, Any]:
+    """`kind` or null (a string `pattern` when given)."""
+    schema: dict[str, Any] = {"type": [kind, "null"]}
+    if pattern is not None:
+        schema["pattern"] = pattern
+    return schema
 
 
 def _int(minimum: int, *, nullable: bool = False) -> dict[str, Any]:
@@ -86,8 +90,19 @@ def _enum(values: tuple[str, ...], *, nullable: bool = True) -> dict[str, Any]:
     return {"enum": [*values, None] if nullable else list(values)}
 
 
-def _closed(properties: dict[str, Any], **more: Any) -> dict[str, Any]:
-    return {"type": "object", "additionalProperties": False, "properties": properties, **more}
+def _closed(
+    properties: dict[str, Any],
+    *,
+    required: list[str] | None = None,
+    all_of: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """An object with only `properties` (keys in the schema file's order)."""
+    schema = {"type": "object", "additionalProperties": False, "properties": properties}
+    if required is not None:
+        schema["required"] = required
+    if all_of is not None:
+        schema["allOf"] = all_of
+    return schema
 
 
 _STRINGS = {"type": "array", "items": {"type": "string"}}
@@ -440,7 +455,7 @@ def _parameters() -> dict[str, Any]:
             "values": _opt("array"),
         },
         required=["type"],
-        allOf=[
+        all_of=[
             {
                 "if": {"properties": {"type": {"const": "enum"}}},
                 "then": _set("values"),

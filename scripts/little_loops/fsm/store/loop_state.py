@@ -18,6 +18,8 @@ from little_loops.fsm.engine.guards import is_error_list, is_streak_map, is_visi
 STATE_VERSION = 1
 PHASE_ENTERED = "entered"
 PHASE_ROUTED = "routed"
+WAITING = "waiting_for_limit"
+"""The status of a run waiting for a usage limit to reset (its process is alive)."""
 
 REQUIRED_KEYS = ("loop_name", "current_state", "iteration", "started_at", "status")
 

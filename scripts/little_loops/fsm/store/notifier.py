@@ -22,6 +22,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from little_loops.fsm.engine.events import APPROVAL_NEEDED, LIMIT_WAIT, LIMIT_WAIT_END
 from little_loops.fsm.process.notify_command import NOTIFY_TIMEOUT_SECONDS, start_notify_command
 from little_loops.fsm.store.state_files import LoopState, StatePersistence
 
@@ -119,10 +120,10 @@ def limit_notification(event: dict[str, Any], *, today: date | None = None) -> N
     A reset on another day than `today` (default: today here) is shown with its date.
     """
     kind = event.get("event")
-    if kind == "limit_wait":
+    if kind == LIMIT_WAIT:
         message = _wait_message(event, today or date.today())
         return Notification("limit_wait_started", "waiting_for_limit", message)
-    if kind == "limit_wait_end":
+    if kind == LIMIT_WAIT_END:
         waited = _duration(_seconds(event.get("waited_seconds")) or 0.0)
         state = event.get("state")
         again = f"; running state '{state}' again" if state else ""
@@ -133,7 +134,7 @@ def limit_notification(event: dict[str, Any], *, today: date | None = None) -> N
 def approval_notification(event: dict[str, Any]) -> Notification | None:
     """What to tell when a run asks a person (None: another event). Told once per
     question: a resumed run waiting again (`approval_waiting`) asks nobody twice."""
-    if event.get("event") != "approval_needed":
+    if event.get("event") != APPROVAL_NEEDED:
         return None
     return Notification("approval_needed", "awaiting_approval", _one_line(str(event["question"])))
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from little_loops.fsm.engine.approval_step import APPROVAL_NEEDED, APPROVAL_WAITING
+from little_loops.fsm.engine import events
 from little_loops.fsm.engine.approval_wait import ApprovalInbox
 from little_loops.fsm.engine.context import (
     ActionRunner,
@@ -28,16 +28,15 @@ from little_loops.fsm.engine.context import (
     EventCallback,
     RunCursor,
 )
-from little_loops.fsm.engine.head_memory import HeadMemory
+from little_loops.fsm.engine.requests import SaveSnapshot
 from little_loops.fsm.engine.run_loop import FSMExecutor
-from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.errors import LoopError, RunFilesError, StateFileError
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.model.approval import AWAITING_APPROVAL
 from little_loops.fsm.model.run_settings import NO_SETTINGS, RunSettings
 from little_loops.fsm.process.checkpoint import GitCheckpointer
-from little_loops.fsm.process.output_files import action_log_name, cap_text_bytes, stderr_log_path
+from little_loops.fsm.process.output_files import action_log_name, stderr_log_path
 from little_loops.fsm.process.process_groups import ActionGroup
 from little_loops.fsm.process.runner import DefaultActionRunner
 from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
@@ -54,9 +53,18 @@ from little_loops.fsm.store.run_history import (
     archive_previous_run,
 )
 from little_loops.fsm.store.run_owners import note_run_going, owner_alive
+from little_loops.fsm.store.run_record import FINAL_STATUSES as FINAL_STATUSES
+from little_loops.fsm.store.run_record import (
+    QUESTION_EVENTS,
+    RunRecord,
+    cursor_of_state,
+    logs_in_use,
+)
+from little_loops.fsm.store.run_record import STATE_OUTPUT_CAP as STATE_OUTPUT_CAP
+from little_loops.fsm.store.run_record import cap_output as cap_output
+from little_loops.fsm.store.run_record import capped_captured as capped_captured
+from little_loops.fsm.store.run_record import capped_result as capped_result
 from little_loops.fsm.store.state_files import (
-    PHASE_ENTERED,
-    PHASE_ROUTED,
     RUNNING_DIR,
     STATE_VERSION,
     LoopState,
@@ -79,36 +87,7 @@ __all__ = [
     "resume_refusal",
 ]
 
-# Outputs kept in state files (the tail, behind a marker): a snapshot is rewritten at every
-# state, so a chatty action must not make each write cost megabytes.
-STATE_OUTPUT_CAP = 16 * 1024
-
-# `terminated_by` -> the status saved (the Temporal engine uses the same map).
-FINAL_STATUSES = {
-    "terminal": "completed",
-    "max_iterations": "interrupted",
-    "signal": "interrupted",
-    "handoff": "awaiting_continuation",
-    "error": "failed",
-    "timeout": "failed",
-    "signal_stop": "stopped",
-    "stalled": "stalled",
-    "budget_exhausted": "budget_exhausted",
-    "usage_limited": "usage_limited",
-    # HEAD loops (engine/head_endings.py): a failure terminal fails the run; the caps are
-    # resumable like max_iterations; a cycle or a repeated failure stalls it.
-    "failure_terminal": "failed",
-    "max_steps": "interrupted",
-    "max_iterations_reached": "interrupted",
-    "cycle_detected": "stalled",
-    "stall_detected": "stalled",
-}
-_NOT_DETAILS = ("event", "ts", "type", "verdict")
-# Events of a `human_approval` question being waited on (saved `awaiting_approval`).
-QUESTION_EVENTS = (APPROVAL_NEEDED, APPROVAL_WAITING)
 _RESUMABLE = UNFINISHED_STATUSES
-# Statuses whose current state finished its action: on resume it runs as a new iteration.
-_STATE_FINISHED = ("awaiting_continuation", "stalled")
 
 
 @dataclass(frozen=True)
@@ -131,56 +110,6 @@ class NotResumableError(LoopError):
 def _wall_clock_ms() -> int:
     # The clock `FSMExecutor.run()` compares `start_time_ms` with (fsm-api.md §0).
     return int(time.time() * 1000)
-
-
-def cap_output(text: str, cap: int = STATE_OUTPUT_CAP, log_path: str | None = None) -> str:
-    """`text`, or its last `cap` bytes behind a marker saying how many bytes were cut (and,
-    given `log_path`, which file holds the whole output)."""
-    return cap_text_bytes(text, cap, log_path)
-
-
-def capped_result(result: dict[str, Any]) -> dict[str, Any]:
-    """A copy of an action result with long `output`/`stderr` cut for the state file."""
-    copy = dict(result)
-    log_path = copy.get("log_path")
-    logs = {"output": log_path, "stderr": None}
-    if isinstance(log_path, str):
-        logs["stderr"] = str(stderr_log_path(Path(log_path)))
-    for key in ("output", "stderr"):
-        if isinstance(copy.get(key), str):
-            copy[key] = cap_output(copy[key], log_path=logs[key])
-    return copy
-
-
-def capped_captured(captured: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    # A loaded reference state may hold non-object captured values: they are kept as they are.
-    return {
-        name: capped_result(value) if isinstance(value, dict) else value
-        for name, value in captured.items()
-    }
-
-
-def _capped_head(head: dict[str, Any]) -> dict[str, Any]:
-    """The HEAD record with the outputs of the sub-loops under way cut like the run's own
-    (each child route rewrites the state file)."""
-    places = head.get("sub_loops")
-    if places:
-        head["sub_loops"] = [_capped_place(place) for place in places]
-    return head
-
-
-def _capped_place(place: dict[str, Any]) -> dict[str, Any]:
-    capped = dict(place)
-    capped["captured"] = capped_captured(place.get("captured") or {})
-    prev = place.get("prev_result")
-    capped["prev_result"] = capped_result(prev) if isinstance(prev, dict) else prev
-    return capped
-
-
-def _evaluation_record(event: dict[str, Any]) -> dict[str, Any]:
-    """`last_result` from an `evaluate` event: the verdict and every detail key."""
-    details = {key: value for key, value in event.items() if key not in _NOT_DETAILS}
-    return {"verdict": event.get("verdict"), "details": details}
 
 
 def _refusal(state: LoopState, max_continuations: int, running_dir: Path) -> str | None:
@@ -245,13 +174,6 @@ def _loop_mismatch(state: LoopState, fsm: FSMLoop) -> str | None:
     return None
 
 
-def _continued_handoff(state: LoopState) -> bool:
-    """Whether `state` was saved while its state continued an `on_handoff: continue`
-    handoff (the prompt is saved until a route leaves the state), so its next run, or
-    its cut-off re-run, must get the prompt."""
-    return state.status in ("running", "interrupted") and state.continuation_prompt is not None
-
-
 class PersistentExecutor:
     """An `FSMExecutor` whose events and state are saved, so the run can be resumed.
 
@@ -290,6 +212,8 @@ class PersistentExecutor:
         handoff_behavior = HandoffBehavior(fsm.on_handoff)
         self.persistence = persistence or StatePersistence(fsm.name, loops_dir or Path(".loops"))
         self._save_failure: RunFilesError | None = None
+        # The snapshot the core asked for with the event it is about to deliver.
+        self._snapshot_asked: SaveSnapshot | None = None
         with self._files_guard():
             self.persistence.initialize()
         self.handoff_handler = HandoffHandler(
@@ -311,23 +235,26 @@ class PersistentExecutor:
             clock=clock,
             env=env,
             choices=self.settings.choices,
+            save_callback=self._save_asked_for,
         )
         self._log_retention = self._retention(logs_keep)
         self._executor.guards.loops_dir = self.persistence.loops_dir
         self.answers = answer_path(self.persistence.running_dir, fsm.name)
         self._executor.approvals.append(FileApprovalInbox(self.answers))
-        self._last_result: dict[str, Any] | None = None
-        self._continuation_prompt: str | None = None
-        self._resumed_at: str | None = None
-        self._phase: str | None = None
-        self._host = socket.gethostname()
+        # What the state file says beyond the executor's cursor and guards (both engines'
+        # one record, `store.run_record`).
+        self.record = RunRecord(
+            self.fsm,
+            socket.gethostname(),
+            dict(context_overrides or {}),
+            budget_override=self.settings.max_cost_usd,
+            notify_override=self.settings.notify,
+            max_tokens=self.settings.max_tokens,
+        )
         self._action_group: ActionGroup | None = None  # of the action under way, once told
         self._runner = self._executor.action_runner
         if isinstance(self._runner, DefaultActionRunner):
             self._runner.on_group_running = self._record_action_group
-        # Visits are saved only for loops that limit them: other state files stay as short.
-        self._counts_visits = any(state.max_visits for state in fsm.states.values())
-        self.context_overrides: dict[str, str] = dict(context_overrides or {})
         # Tells a person when the run ends or waits (`notify`); None: nobody to tell.
         self.notifier: RunNotifier | None = run_notifier(self.fsm.notify, self.persistence)
 
@@ -340,6 +267,20 @@ class PersistentExecutor:
     def _retention(self, logs_keep: int) -> LogRetention | None:
         log_dir = self._executor.log_dir
         return LogRetention(log_dir, logs_keep) if log_dir and logs_keep else None
+
+    @property
+    def context_overrides(self) -> dict[str, str]:
+        """The run's `--context` values, saved so `resume` keeps them."""
+        return self.record.context_overrides
+
+    @context_overrides.setter
+    def context_overrides(self, values: dict[str, str]) -> None:
+        self.record.context_overrides = values
+
+    @property
+    def _last_result(self) -> dict[str, Any] | None:
+        """The last evaluation (`last_result` in the state file)."""
+        return self.record.last_result
 
     @property
     def budget_override(self) -> float | None:
@@ -383,71 +324,49 @@ class PersistentExecutor:
             self._save_failure = self._files_error(exc)
             raise self._save_failure from exc
 
-    def _record_event(self, event: dict[str, Any]) -> None:
-        self.persistence.append_event(event)
-        if event.get("depth"):
-            self._record_child_event(event)
-            return
-        kind = event.get("event")
-        if kind == "loop_start":
-            self._save_snapshot(self._executor.current_state)
-        elif kind == "state_enter":
-            # Not written (the last snapshot already names this state); remembered so a
-            # run that stops inside this state is saved as cut off, to run it again.
-            self._phase = PHASE_ENTERED
-        elif kind == "route":
-            self._continuation_prompt = None  # a handoff's prompt goes with its state
-            self._save_snapshot(str(event["to"]))
-        elif kind == "handoff_continued":
-            self._save_continued_handoff()
-        elif kind == "action_complete":
-            self._action_group = None
-            self._prune_logs(event)
-        elif kind == "limit_wait":
-            # The wait and what it waits for are on disk before it starts: a run stopped
-            # or killed meanwhile waits only what is left when it is resumed.
-            self.persistence.save_state(self._build_state(self._executor.current_state, WAITING))
-        elif kind in ("limit_wait_end", "rate_limit_waiting"):
-            # HEAD's ladder (§7.6): its memory is on disk at each minute of a wait.
-            self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
-        elif kind in QUESTION_EVENTS:
-            self._save_question()
-        elif kind == "evaluate":
-            self._last_result = _evaluation_record(event)
-        elif kind == "handoff_detected":
-            self._continuation_prompt = event.get("continuation")
-            if self.handoff_handler.behavior is HandoffBehavior.SPAWN:
-                # The handler creates the new session right after this event: whatever
-                # happens next, the state file already says where to continue.
-                self._save_handoff_before_spawn()
+    def _save_asked_for(self, request: SaveSnapshot) -> None:
+        """The core asks for a snapshot with the event it delivers next: written once
+        that event is (`_record_event`), before anyone is told of it."""
+        self._snapshot_asked = request
 
-    def _record_child_event(self, event: dict[str, Any]) -> None:
-        """An event of a sub-loop (spec §9b): the parent's state is still under way, so
-        every save keeps it `entered`; the child's place travels in `head.sub_loops`,
-        which the core refreshed before this event."""
+    def _record_event(self, event: dict[str, Any]) -> None:
+        """Append the event, take it into the run record, then write the snapshot the
+        core asked for with it (the run record's, as the core's request has it)."""
+        self.persistence.append_event(event)
+        self.record.note(event)
+        asked, self._snapshot_asked = self._snapshot_asked, None
         kind = event.get("event")
-        saved = ("loop_start", "route", "handoff_continued", "limit_wait_end", "rate_limit_waiting")
-        if kind in saved:
-            self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
-        elif kind == "action_complete":
+        if asked is not None and asked.after == kind:
+            self.persistence.save_state(self._snapshot(asked))
+        if kind == events.ACTION_COMPLETE:
+            self._action_group = None
             # A child's logs live in a folder of its own beside the run's (`sub_loop`);
             # `logs_keep` counts the run's own, so they stay until the run is archived.
-            self._action_group = None
-        elif kind == "limit_wait":
-            self.persistence.save_state(self._build_state(self._executor.current_state, WAITING))
-        elif kind in QUESTION_EVENTS:
-            self._save_question()
-        elif kind == "handoff_detected":
-            self._continuation_prompt = event.get("continuation")
-            if self.handoff_handler.behavior is HandoffBehavior.SPAWN:
-                self._save_handoff_before_spawn()
+            if not event.get("depth"):
+                self._prune_logs(event)
 
-    def _save_question(self) -> None:
-        """A `human_approval` question is on disk (in `head.approval`) before the wait
-        starts: `approve`/`reject` find it, and a run stopped or killed meanwhile waits
-        for the same question when it is resumed."""
-        state = self._build_state(self._executor.current_state, AWAITING_APPROVAL)
-        self.persistence.save_state(state)
+    def _snapshot(self, asked: SaveSnapshot) -> LoopState:
+        """The state file the core asked for. One write per transition (see the run
+        record): still `running` when the next state is terminal (`completed` is written
+        only after `loop_complete`, so a completed file always has one); a sub-loop's
+        saves keep the parent's state `entered` (its place travels in `head.sub_loops`,
+        which the core refreshed before the event); a usage-limit wait is on disk before
+        it starts, so a run stopped meanwhile waits only what is left when resumed; a
+        spawned handoff's is saved before the new session is created; a `human_approval`
+        question is on disk before the wait starts (`approve`/`reject` find it, a resume
+        waits for the same question)."""
+        status = "running"
+        if asked.after == events.LIMIT_WAIT:
+            status = WAITING
+        elif asked.after == events.HANDOFF_DETECTED:
+            status = "awaiting_continuation"
+        elif asked.after in QUESTION_EVENTS:
+            status = AWAITING_APPROVAL
+        state = self.record.state(asked.cursor, asked.guards, asked.elapsed_ms, status=status)
+        state.current_state = asked.current_state
+        if asked.after == events.HANDOFF_DETECTED:
+            state.terminated_by = "handoff"
+        return self._with_process(state)
 
     def _prune_logs(self, completed: dict[str, Any]) -> None:
         """After an action: keep the logs of the last `logs_keep` actions (see
@@ -465,35 +384,7 @@ class PersistentExecutor:
         )
         if written is None and not stderr_log_path(log_path).exists():
             return  # a silent action left no log
-        retention.add(log_path, self._logs_in_use())
-
-    def _logs_in_use(self) -> list[str]:
-        executor = self._executor
-        results: list[Any] = [*executor.captured.values(), executor.prev_result]
-        # A state file written by the reference may hold captures that are not mappings.
-        paths = [result.get("log_path") for result in results if isinstance(result, dict)]
-        return [path for path in paths if isinstance(path, str)]
-
-    def _save_snapshot(self, current_state: str) -> None:
-        """One state write per transition, taken when the next state is chosen.
-
-        The snapshot names the state about to run and the iterations finished so far, so
-        resume after a crash runs exactly the state that had not finished: one cut off
-        mid-action runs again under the same iteration number, and one whose action
-        finished and was routed never runs twice. A `state_enter` write would add nothing
-        (the state and its inputs are already saved) and cost a write per state.
-        """
-        self._phase = PHASE_ROUTED
-        # Still `running` when the next state is terminal: `completed` is written only
-        # after the `loop_complete` event, so a completed state file always has one.
-        self.persistence.save_state(self._build_state(current_state, "running"))
-
-    def _save_continued_handoff(self) -> None:
-        """`on_handoff: continue`: the state finished and runs again next with the
-        prompt. Saved like a route to itself, prompt included, so a run stopped or killed
-        before that re-run resumes it as a new iteration that gets the prompt."""
-        self._phase = PHASE_ROUTED
-        self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
+        retention.add(log_path, logs_in_use(executor.cursor))
 
     def _record_action_group(self, group: ActionGroup) -> None:
         """An action has been running a while: note its process group in the state, so a
@@ -512,48 +403,21 @@ class PersistentExecutor:
             groups += self._runner.background.groups
         return [group.to_dict() for group in groups]
 
-    def _save_handoff_before_spawn(self) -> None:
-        state = self._build_state(self._executor.current_state, "awaiting_continuation")
-        state.continuation_prompt = self._continuation_prompt
-        state.terminated_by = "handoff"
-        self.persistence.save_state(state)
-
     def _build_state(self, current_state: str, status: str) -> LoopState:
+        """The run record's snapshot as `status`, at `current_state`, with this process
+        and its action groups: for the writes the core does not ask for (an action's
+        process group noted while it runs, a run cut short by Ctrl-C)."""
         executor = self._executor
-        prev = executor.prev_result
-        return LoopState(
-            loop_name=self.fsm.name,
-            current_state=current_state,
-            iteration=executor.iteration,
-            captured=capped_captured(executor.captured),
-            prev_result=capped_result(prev) if prev is not None else None,
-            last_result=self._last_result,
-            started_at=executor.started_at,
-            updated_at="",
-            status=status,
-            pid=os.getpid(),
-            host=self._host,
-            elapsed_ms=executor.elapsed_ms(),
-            handoff_count=executor.handoff_count,
-            resumed_at=self._resumed_at,
-            phase=self._phase,
-            visits=executor.guards.visits.to_dict() if self._counts_visits else {},
-            stall_streaks=executor.guards.stall.to_dict(),
-            errors=executor.guards.errors.to_list(),
-            continuation_prompt=self._continuation_prompt,  # None once a route left the state
-            action_groups=self._action_groups(),
-            context_overrides=self.context_overrides,
-            spending=self._spending(),
-            limit_wait=executor.cursor.limit_wait,
-            max_cost_usd=self.budget_override,
-            notify=self.notify_override,
-            head=_capped_head(executor.cursor.head.to_dict()),
-            max_tokens=self.settings.max_tokens,
+        state = self.record.state(
+            executor.cursor, executor.guards, executor.elapsed_ms(), status=status
         )
+        state.current_state = current_state
+        return self._with_process(state)
 
-    def _spending(self) -> dict[str, Any]:
-        spending = self._executor.cursor.spending
-        return spending.to_dict() if spending.anything else {}
+    def _with_process(self, state: LoopState) -> LoopState:
+        state.pid = os.getpid()
+        state.action_groups = self._action_groups()
+        return state
 
     # --- run and resume -----------------------------------------------------------------
 
@@ -631,20 +495,15 @@ class PersistentExecutor:
         finally:
             self.handoff_handler.release_spawned()
 
-    def _final_status(self, terminated_by: str) -> str:
-        terminating = self.handoff_handler.behavior is HandoffBehavior.TERMINATE
-        if terminated_by == "handoff" and terminating:
-            return "handoff_terminated"
-        return FINAL_STATUSES.get(terminated_by, "failed")
-
     def _save_final(self, result: ExecutionResult) -> None:
-        state = self._build_state(result.final_state, self._final_status(result.terminated_by))
-        state.iteration = result.iterations
-        state.continuation_prompt = self._continuation_prompt
-        state.terminated_by = result.terminated_by
-        state.error = result.read_error  # the reference saved no error: ours is for people
-        state.elapsed_ms = result.duration_ms
-        spawned = self._executor.handoff_result
+        terminating = self.handoff_handler.behavior is HandoffBehavior.TERMINATE
+        self.record.ended(result, handoff_terminates=terminating)
+        # The reference saved no error: ours (`record.error`) is for people.
+        executor = self._executor
+        state = self._with_process(
+            self.record.final_state(result, executor.cursor, executor.guards)
+        )
+        spawned = executor.handoff_result
         pid = spawned.spawned_process.pid if spawned and spawned.spawned_process else None
         # Not an int: a test's stand-in for `subprocess.Popen` (`reference_seams`) started it.
         if result.handoff and isinstance(pid, int):
@@ -660,7 +519,7 @@ class PersistentExecutor:
 
     def _spawn_event(self, pid: int) -> dict[str, Any]:
         log = os.path.abspath(str(self.handoff_handler.log_path(self.fsm.name)))
-        return {"event": "handoff_spawned", "ts": now_iso(), "pid": pid, "log": log}
+        return {"event": events.HANDOFF_SPAWNED, "ts": now_iso(), "pid": pid, "log": log}
 
     def _save_crash(self, exc: BaseException) -> None:
         """Record a run cut short by Ctrl-C or `sys.exit` (the executor catches the rest)."""
@@ -690,52 +549,45 @@ class PersistentExecutor:
             raise NotResumableError(reason)
         # Its runner is gone (or ended): never run an action again beside the copy it left.
         stop_orphans(state, self.fsm.name)
-        self._restore(state)
+        resume_event = self._restore(state)
         with self._files_guard():
-            self.persistence.append_event(self._resume_event(state))
+            self.persistence.append_event(resume_event)
         return self.run(clear_previous=False)
 
-    def _restore(self, state: LoopState) -> None:
-        # A state cut off before its action finished runs again under the same number;
-        # after a handoff or a stall the action did finish, so the re-run is a new
-        # iteration.
-        cut_off = state.phase == PHASE_ENTERED and state.status not in _STATE_FINISHED
-        self._executor.restore(self._saved_cursor(state, cut_off=cut_off))
-        if state.status == "awaiting_continuation" or _continued_handoff(state):
-            # Saved again until the state is left, should this run stop before that.
-            self._continuation_prompt = state.continuation_prompt
+    def _restore(self, state: LoopState) -> dict[str, Any]:
+        """Go on from the saved `state` (the run record decides where, `store.run_record`);
+        returns the `loop_resume` event."""
+        record = self.record
+        record.status, record.phase = state.status, state.phase
+        record.last_result = state.last_result
+        record.continuation_prompt = state.continuation_prompt
+        resumed = record.resume(
+            cursor_of_state(state, 0),
+            now_ms=_wall_clock_ms(),
+            elapsed_ms=state.elapsed_ms or 0,
+            now=now_iso(),
+            prompt=None,
+        )
+        self._executor.restore(resumed.cursor)
         self._restore_context_overrides(state)
         self._restore_command_line(state)
-        self._restore_guards(state, cut_off=cut_off)
-        self._last_result = state.last_result
-        self._phase = state.phase
-        self._resumed_at = now_iso()
+        self._restore_guards(state, cut_off=resumed.cut_off)
+        return resumed.event
 
-    @staticmethod
-    def _saved_cursor(state: LoopState, *, cut_off: bool) -> RunCursor:
-        """Where the saved run stood, as the executor goes on from it."""
-        handoff: dict[str, Any] | None = None
-        if state.status == "awaiting_continuation" or _continued_handoff(state):
-            handoff = {
-                "prompt": state.continuation_prompt or "",
-                "count": state.handoff_count,
-                "state": state.current_state,
-            }
-        return RunCursor(
-            current_state=state.current_state,
-            iteration=max(state.iteration - 1, 0) if cut_off else state.iteration,
-            captured=dict(state.captured),
-            prev_result=state.prev_result,
-            last_result=state.last_result,
-            handoff_context=handoff,
-            handoff_count=state.handoff_count,
-            # The first start stays; the loop clock continues from the time already spent.
-            started_at=state.started_at,
-            start_time_ms=_wall_clock_ms() - (state.elapsed_ms or 0),
-            spending=RunSpending.from_dict(state.spending),
-            limit_wait=state.limit_wait,
-            head=HeadMemory.from_dict(state.head),
-        )
+    def _saved_cursor(self, state: LoopState, *, cut_off: bool) -> RunCursor:
+        """Where the saved run stood, as the executor goes on from it (`cut_off`: its
+        state runs again under the same iteration number)."""
+        record = RunRecord(self.fsm, None, status=state.status)
+        record.continuation_prompt = state.continuation_prompt
+        cursor = record.resume(
+            cursor_of_state(state, 0),
+            now_ms=_wall_clock_ms(),
+            elapsed_ms=state.elapsed_ms or 0,
+            now=now_iso(),
+            prompt=None,
+        ).cursor
+        cursor.iteration = max(state.iteration - 1, 0) if cut_off else state.iteration
+        return cursor
 
     def _restore_command_line(self, state: LoopState) -> None:
         """The run's `--max-cost`, `--max-tokens` and `--notify` hold again unless given
@@ -749,6 +601,9 @@ class PersistentExecutor:
         self.settings = settings
         # `fsm` is an executor attribute other components may replace (fsm-api.md §8.3).
         self.fsm = self._executor.fsm = settings.applied_to(self.fsm)
+        record = self.record
+        record.fsm, record.budget_override = self.fsm, settings.max_cost_usd
+        record.notify_override = settings.notify
         if notify_restored:
             self.notifier = run_notifier(self.fsm.notify, self.persistence)
 
@@ -766,19 +621,6 @@ class PersistentExecutor:
             guards.visits.forget_one(state.current_state)  # it is entered again
         guards.stall.restore(state.stall_streaks)
         guards.errors.restore(state.errors)
-
-    def _resume_event(self, state: LoopState) -> dict[str, Any]:
-        event: dict[str, Any] = {
-            "event": "loop_resume",
-            "ts": now_iso(),
-            "loop": self.fsm.name,
-            "from_state": state.current_state,
-            "iteration": state.iteration,
-        }
-        if state.status == "awaiting_continuation" and state.continuation_prompt:
-            event["from_handoff"] = True
-            event["continuation_prompt"] = state.continuation_prompt
-        return event
 
 
 def list_running_loops(loops_dir: Path | None = None) -> list[LoopState]:

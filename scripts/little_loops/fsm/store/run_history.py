@@ -22,11 +22,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from little_loops.fsm.model.approval import AWAITING_APPROVAL
+from little_loops.fsm.store.loop_state import WAITING as WAITING
 from little_loops.fsm.store.state_files import StatePersistence, parse_event_line
 
 HISTORY_DIR = ".history"
-WAITING = "waiting_for_limit"
-"""The status of a run waiting for a usage limit to reset (its process is alive)."""
+# `WAITING` (loop_state): the status of a run waiting for a usage limit to reset.
 
 LIVE_STATUSES = ("running", WAITING, AWAITING_APPROVAL)
 """Statuses of a run whose process is (or was, if it died) still at work."""

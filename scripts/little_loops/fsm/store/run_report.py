@@ -26,6 +26,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from little_loops.fsm.engine.events import (
+    ACTION_COMPLETE,
+    ACTION_RETRY,
+    EVALUATE,
+    LOOP_COMPLETE,
+    STATE_ENTER,
+)
 from little_loops.fsm.store.run_history import HISTORY_DIR, folder_order, history_dir
 from little_loops.fsm.store.state_files import RUNNING_DIR, read_last_events
 
@@ -221,7 +228,7 @@ def _state_from_tail(events: Path) -> dict[str, Any]:
     last = read_last_events(events, 1)
     first = _first_event(events)
     state: dict[str, Any] = {"started_at": first.get("ts") if first else None}
-    if last and last[0].get("event") == "loop_complete":
+    if last and last[0].get("event") == LOOP_COMPLETE:
         done = last[0]
         state["status"] = done.get("terminated_by")
         state["spending"] = done.get("spending")
@@ -288,19 +295,19 @@ def _take(
 ) -> StateFigures | None:
     """Count one event; the top-level state it belongs to from now on."""
     kind, top = event.get("event"), not event.get("depth")
-    if kind == "state_enter" and top:
+    if kind == STATE_ENTER and top:
         current = run.states.setdefault(str(event.get("state")), StateFigures())
         current.visits += 1
-    elif kind == "action_complete":
+    elif kind == ACTION_COMPLETE:
         run.actions += 1
         run.retries += 1 if event.get("limit") else 0
         if current is not None:
             current.cost_usd += float(event.get("cost_usd") or 0.0)
             current.tokens += _io_tokens(event.get("tokens"))
-    elif kind == "evaluate" and top and current is not None:
+    elif kind == EVALUATE and top and current is not None:
         verdict = str(event.get("verdict"))
         current.verdicts[verdict] = current.verdicts.get(verdict, 0) + 1
-    elif kind == "action_retry":
+    elif kind == ACTION_RETRY:
         run.retries += 1
     elif kind in ("limit_wait", "rate_limit_backoff"):
         run.limit_waits += 1

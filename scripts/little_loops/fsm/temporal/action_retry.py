@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from little_loops.fsm.engine.events import ACTION_RETRY
+
 __all__ = [
     "ACTION_RETRY_EVENT",
     "ActionRetry",
@@ -27,7 +29,7 @@ __all__ = [
     "state_of_activity",
 ]
 
-ACTION_RETRY_EVENT = "action_retry"
+ACTION_RETRY_EVENT = ACTION_RETRY  # `events.ACTION_RETRY`
 RETRIES_SHOWN = 10
 """The last retries `status` shows (the events keep them all)."""
 

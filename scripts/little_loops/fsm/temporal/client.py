@@ -31,6 +31,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from little_loops.fsm.errors import LoopError
+from little_loops.fsm.model.run_choices import RunChoices
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.store.locking import LoopBusyError, normalise_scope, shown_path
 from little_loops.fsm.temporal.approvals import APPROVAL_SIGNAL, ApprovalSignal
@@ -42,7 +43,13 @@ from little_loops.fsm.temporal.names import (
     task_queue_for,
     workflow_id_for,
 )
-from little_loops.fsm.temporal.payloads import ResumeSignal, RunInput, RunOutcome
+from little_loops.fsm.temporal.payloads import (
+    DEFAULT_CONTINUE_AS_NEW_EVERY,
+    Carry,
+    ResumeSignal,
+    RunInput,
+    RunOutcome,
+)
 from little_loops.fsm.temporal.presence import (
     NoWorkflowWorkerError,
     is_unanswered,
@@ -165,8 +172,26 @@ class LoopRuns:
     def handle(self, loop_name: str) -> WorkflowHandle[Any, Any]:
         return self.client.get_workflow_handle_for(LoopWorkflow.run, self.workflow_id(loop_name))
 
-    def run_input(self, fsm: FSMLoop, environ: Mapping[str, str], **options: Any) -> RunInput:
+    def run_input(
+        self,
+        fsm: FSMLoop,
+        environ: Mapping[str, str],
+        *,
+        context_overrides: Mapping[str, str] | None = None,
+        carry: Carry | None = None,
+        resume: ResumeSignal | None = None,
+        continue_as_new_every: int = DEFAULT_CONTINUE_AS_NEW_EVERY,
+        schedule_to_start_seconds: float | None = None,
+        heartbeat_seconds: float | None = None,
+        keep_logs: bool = True,
+        budget_override: float | None = None,
+        notify_override: str | None = None,
+        choices: RunChoices | None = None,
+    ) -> RunInput:
+        """The workflow's input for a run of `fsm` (the options: `RunInput`'s fields; the
+        activity timeouts default to this client's `timeouts`)."""
         loop = fsm.to_dict()
+        timeouts = self.timeouts
         return RunInput(
             loop=loop,
             checkout=str(self.checkout.resolve()),
@@ -174,16 +199,23 @@ class LoopRuns:
             task_queue=self.task_queue,
             host=host_name(),
             env=referenced_env(loop, environ),
+            context_overrides=dict(context_overrides or {}),
+            carry=carry,
+            resume=resume,
+            continue_as_new_every=continue_as_new_every,
+            schedule_to_start_seconds=timeouts.schedule_to_start_seconds
+            if schedule_to_start_seconds is None
+            else schedule_to_start_seconds,
+            heartbeat_seconds=timeouts.heartbeat_seconds
+            if heartbeat_seconds is None
+            else heartbeat_seconds,
+            keep_logs=keep_logs,
+            budget_override=budget_override,
+            notify_override=notify_override,
             scope_registry=self.scope_registry_id() if fsm.scope else None,
             dialect=fsm.dialect,
-            **{**self._activity_limits(), **options},
+            choices=choices if choices is not None else RunChoices(),
         )
-
-    def _activity_limits(self) -> dict[str, float]:
-        return {
-            "schedule_to_start_seconds": self.timeouts.schedule_to_start_seconds,
-            "heartbeat_seconds": self.timeouts.heartbeat_seconds,
-        }
 
     # -- scope (`scope_registry`) --------------------------------------------------------
 

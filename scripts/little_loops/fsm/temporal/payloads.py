@@ -25,6 +25,7 @@ from little_loops.fsm.temporal.timeouts import (
 )
 
 __all__ = [
+    "DEFAULT_CONTINUE_AS_NEW_EVERY",
     "ActionInput",
     "ActionOutput",
     "Carry",
@@ -46,6 +47,10 @@ __all__ = [
     "guards_from_dict",
     "guards_to_dict",
 ]
+
+
+DEFAULT_CONTINUE_AS_NEW_EVERY = 200
+"""States per workflow run before it continues as new (`RunInput.continue_as_new_every`)."""
 
 
 @dataclass
@@ -101,7 +106,7 @@ class RunInput:
     context_overrides: dict[str, str] = field(default_factory=dict)
     carry: Carry | None = None
     resume: ResumeSignal | None = None
-    continue_as_new_every: int = 200
+    continue_as_new_every: int = DEFAULT_CONTINUE_AS_NEW_EVERY
     schedule_to_start_seconds: float = DEFAULT_SCHEDULE_TO_START_SECONDS  # `timeouts`
     heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
     keep_logs: bool = True

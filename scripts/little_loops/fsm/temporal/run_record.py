@@ -1,12 +1,11 @@
-"""A run's state-file fields, kept by the workflow from the run core's events.
+"""The workflow's run record: the store's one record (`store.run_record`) plus what only
+a Temporal run has.
 
 The workflow has no `.loops/.running/<name>.state.json`; its `status` query answers with
-the same record (`LoopState`), built here from the core's cursor and guards and from what
-the events said (the phase, the last evaluation, a handoff's prompt), as
-`PersistentExecutor` builds its snapshots, plus the actions Temporal ran again after a
-worker or server failure (`action_retries`: their `action_retry` events; a local run has
-none, so its state file has no such key). `resumed_cursor` is where a resumed run goes
-on from, as `PersistentExecutor._restore` decides it for a local resume.
+the same `LoopState` a local run saves, built by the same record from the same events.
+What is Temporal's own: the actions Temporal ran again after a worker or server failure
+(`action_retries`: their `action_retry` events; a local run has none, so its state file
+has no such key), a resume signal's overrides, and the `Carry` to the next workflow run.
 """
 
 from __future__ import annotations
@@ -16,17 +15,11 @@ from typing import Any
 
 from little_loops.fsm.engine.budget_routes import token_budget
 from little_loops.fsm.engine.context import RunCursor
+from little_loops.fsm.engine.events import ACTION_RETRY
 from little_loops.fsm.engine.run_guards import RunGuards
-from little_loops.fsm.model.approval import AWAITING_APPROVAL
-from little_loops.fsm.schema import FSMLoop
-from little_loops.fsm.store.persistent_executor import (
-    FINAL_STATUSES,
-    capped_captured,
-    capped_result,
-)
-from little_loops.fsm.store.run_history import WAITING
-from little_loops.fsm.store.state_files import PHASE_ENTERED, PHASE_ROUTED, LoopState
-from little_loops.fsm.temporal.action_retry import ACTION_RETRY_EVENT, RETRIES_SHOWN
+from little_loops.fsm.store import run_record
+from little_loops.fsm.store.loop_state import LoopState
+from little_loops.fsm.temporal.action_retry import RETRIES_SHOWN
 from little_loops.fsm.temporal.payloads import (
     Carry,
     ResumeSignal,
@@ -34,63 +27,27 @@ from little_loops.fsm.temporal.payloads import (
     guards_to_dict,
 )
 
-__all__ = ["FINAL_STATUS", "RunRecord", "resumed_cursor"]
+__all__ = ["FINAL_STATUS", "RunRecord"]
 
-FINAL_STATUS = FINAL_STATUSES  # one map for both engines (`persistent_executor`)
-# Statuses whose current state finished its action: on resume it runs as a new iteration.
-_STATE_FINISHED = ("awaiting_continuation", "stalled")
-_NOT_DETAILS = ("event", "ts", "type", "verdict")
+FINAL_STATUS = run_record.FINAL_STATUSES  # one map for both engines
 
 
 @dataclass
-class RunRecord:
-    """What the state file says beyond the cursor and guards (see the module doc)."""
+class RunRecord(run_record.RunRecord):
+    """The store's run record with the retries Temporal made (see the module doc)."""
 
-    fsm: FSMLoop
-    host: str
-    context_overrides: dict[str, str] = field(default_factory=dict)
-    status: str = "running"
-    phase: str | None = None
-    last_result: dict[str, Any] | None = None
-    continuation_prompt: str | None = None
-    terminated_by: str | None = None
-    error: str | None = None
-    resumed_at: str | None = None
-    updated_at: str = ""
-    budget_override: float | None = None  # `--max-cost`, kept on resume
-    notify_override: str | None = None  # `--notify`, kept on resume
     action_retries: list[dict[str, Any]] = field(default_factory=list)  # the last ones
 
     def note(self, event: dict[str, Any]) -> None:
-        """Take in one event of the core (as `PersistentExecutor._record_event` does)."""
-        kind = event.get("event")
-        self.updated_at = str(event.get("ts", self.updated_at))
-        if kind in ("loop_start", "route", "handoff_continued"):
-            self.phase = PHASE_ROUTED
-            if kind == "route":
-                self.continuation_prompt = None  # a handoff's prompt goes with its state
-        elif kind == "state_enter":
-            self.phase = PHASE_ENTERED
-        elif kind == "evaluate":
-            details = {k: v for k, v in event.items() if k not in _NOT_DETAILS}
-            self.last_result = {"verdict": event.get("verdict"), "details": details}
-        elif kind == "handoff_detected":
-            self.continuation_prompt = event.get("continuation")
-        elif kind == "limit_wait":
-            self.status = WAITING
-        elif kind == "limit_wait_end":
-            self.status = "running"
-        elif kind in ("approval_needed", "approval_waiting"):
-            self.status = AWAITING_APPROVAL
-        elif kind == "approval_answered":
-            self.status = "running"
-        elif kind == ACTION_RETRY_EVENT:
+        """Take in one event of the core (or an `action_retry` of the workflow)."""
+        super().note(event)
+        if event.get("event") == ACTION_RETRY:
             self.action_retries = [*self.action_retries, event][-RETRIES_SHOWN:]
 
     def recall_retries(self, events: list[dict[str, Any]]) -> None:
         """The retries among the events carried from an earlier workflow run."""
         for event in events:
-            if event.get("event") == ACTION_RETRY_EVENT:
+            if event.get("event") == ACTION_RETRY:
                 self.action_retries = [*self.action_retries, event][-RETRIES_SHOWN:]
 
     def state_dict(self, cursor: RunCursor, guards: RunGuards, elapsed_ms: int) -> dict[str, Any]:
@@ -102,39 +59,12 @@ class RunRecord:
             state["action_retries"] = list(self.action_retries)
         return state
 
-    def state(self, cursor: RunCursor, guards: RunGuards, elapsed_ms: int) -> LoopState:
-        """The state file of the run as it stands."""
-        prev = cursor.prev_result
-        counts_visits = any(state.max_visits for state in self.fsm.states.values())
-        return LoopState(
-            loop_name=self.fsm.name,
-            current_state=cursor.current_state,
-            iteration=cursor.iteration,
-            captured=capped_captured(cursor.captured),
-            prev_result=capped_result(prev) if prev is not None else None,
-            last_result=self.last_result,
-            started_at=cursor.started_at,
-            updated_at=self.updated_at,
-            status=self.status,
-            continuation_prompt=self.continuation_prompt,
-            host=self.host,
-            terminated_by=self.terminated_by,
-            error=self.error,
-            elapsed_ms=elapsed_ms,
-            handoff_count=cursor.handoff_count,
-            resumed_at=self.resumed_at,
-            phase=self.phase,
-            visits=guards.visits.to_dict() if counts_visits else {},
-            stall_streaks=guards.stall.to_dict(),
-            errors=guards.errors.to_list(),
-            context_overrides=self.context_overrides,
-            spending=cursor.spending.to_dict() if cursor.spending.anything else {},
-            limit_wait=cursor.limit_wait,
-            max_cost_usd=self.budget_override,
-            notify=self.notify_override,
-            head=cursor.head.to_dict(),
-            max_tokens=token_budget(self.fsm),  # the run's, kept on resume
-        )
+    def state(
+        self, cursor: RunCursor, guards: RunGuards, elapsed_ms: int, *, status: str | None = None
+    ) -> LoopState:
+        """The store record's state, saying the run's token budget (kept on resume)."""
+        self.max_tokens = token_budget(self.fsm)
+        return super().state(cursor, guards, elapsed_ms, status=status)
 
     def take_resume(self, signal: ResumeSignal) -> None:
         """A resume's `--max-cost` and `--notify` hold from now on (and on resume)."""
@@ -166,35 +96,3 @@ class RunRecord:
         self.terminated_by, self.error = carry.terminated_by, carry.error
         self.resumed_at = carry.resumed_at
         self.last_result = carry.cursor.get("last_result")
-
-
-def resumed_cursor(
-    cursor: RunCursor, record: RunRecord, now_ms: int, elapsed_ms: int, prompt: str | None
-) -> tuple[RunCursor, bool]:
-    """Where a resumed run goes on from, and whether its state was cut off (it then runs
-    again under the same iteration number). `prompt` replaces a handoff's prompt."""
-    status = record.status
-    cut_off = record.phase == PHASE_ENTERED and status not in _STATE_FINISHED
-    continued = status in ("running", "interrupted") and record.continuation_prompt is not None
-    handoff: dict[str, Any] | None = None
-    if status == "awaiting_continuation" or continued:
-        handoff = {
-            "prompt": prompt or record.continuation_prompt or "",
-            "count": cursor.handoff_count,
-            "state": cursor.current_state,
-        }
-    resumed = RunCursor(
-        current_state=cursor.current_state,
-        iteration=max(cursor.iteration - 1, 0) if cut_off else cursor.iteration,
-        captured=dict(cursor.captured),
-        prev_result=cursor.prev_result,
-        last_result=cursor.last_result,
-        handoff_context=handoff,
-        handoff_count=cursor.handoff_count,
-        started_at=cursor.started_at,
-        start_time_ms=now_ms - elapsed_ms,
-        spending=cursor.spending.copy(),
-        limit_wait=cursor.limit_wait,
-        head=cursor.head.copy(),
-    )
-    return resumed, cut_off

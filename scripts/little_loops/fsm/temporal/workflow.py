@@ -57,6 +57,7 @@ from temporalio.exceptions import (
 with workflow.unsafe.imports_passed_through():
     from pathlib import Path
 
+    from little_loops.fsm.engine import events
     from little_loops.fsm.engine.context import RunCursor
     from little_loops.fsm.engine.core import RunCore
     from little_loops.fsm.engine.evaluation_step import Judgement
@@ -88,6 +89,7 @@ with workflow.unsafe.imports_passed_through():
     from little_loops.fsm.process.runner import CANCELLED_EXIT_CODE, CANCELLED_MESSAGE, ActionResult
     from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
     from little_loops.fsm.signal_detector import SignalDetector
+    from little_loops.fsm.store.run_record import logs_in_use
     from little_loops.fsm.store.state_files import RUNNING_DIR
     from little_loops.fsm.temporal.action_retry import ActionRetry
     from little_loops.fsm.temporal.approvals import (
@@ -118,7 +120,7 @@ with workflow.unsafe.imports_passed_through():
         cursor_from_dict,
         guards_from_dict,
     )
-    from little_loops.fsm.temporal.run_record import FINAL_STATUS, RunRecord, resumed_cursor
+    from little_loops.fsm.temporal.run_record import RunRecord
     from little_loops.fsm.temporal.sub_loop_children import (
         CHILD_WORKFLOWS,
         PROGRESS_SIGNAL,
@@ -153,7 +155,7 @@ STOP_KEPT = "ll-loop:2026-11:stop-kept"
 that reached neither a running activity nor a timer was lost), and a stop while judging
 or committing lets that activity finish instead of cancelling it."""
 
-NOTIFIED_EVENTS = frozenset({"limit_wait", "limit_wait_end", "approval_needed"})
+NOTIFIED_EVENTS = frozenset({events.LIMIT_WAIT, events.LIMIT_WAIT_END, events.APPROVAL_NEEDED})
 """Events told as they happen (the end of the run is told once its outcome is set)."""
 
 
@@ -377,7 +379,7 @@ class LoopWorkflow:
             idle_timeout=request.idle_timeout,
             cwd=str(request.cwd) if request.cwd is not None else None,
             logs_keep=self._logs_keep(),
-            logs_in_use=_logs_in_use(core.cursor),
+            logs_in_use=logs_in_use(core.cursor),
         )
         try:
             output: ActionOutput = await workflow.execute_activity(
@@ -608,17 +610,10 @@ class LoopWorkflow:
         result, record = finish.result, self._record
         assert record is not None and self._core is not None
         terminating = HandoffBehavior(self._fsm.on_handoff) is HandoffBehavior.TERMINATE
-        by = result.terminated_by
-        record.status = (
-            "handoff_terminated"
-            if by == "handoff" and terminating
-            else FINAL_STATUS.get(by, "failed")
-        )
-        record.terminated_by, record.error = by, result.read_error
+        record.ended(result, handoff_terminates=terminating)
         self._elapsed_ms = result.duration_ms
         cursor = self._core.cursor
-        state = record.state(cursor, self._core.guards, result.duration_ms)
-        state.current_state, state.iteration = result.final_state, result.iterations
+        state = record.final_state(result, cursor, self._core.guards)
         carry = record.carry(cursor, self._core.guards, self._event_count())
         carry.cursor["elapsed_ms"] = result.duration_ms
         return RunOutcome(
@@ -642,29 +637,22 @@ class LoopWorkflow:
         return self._resume
 
     def _resumed(self, cursor: RunCursor, guards: RunGuards, signal: ResumeSignal) -> RunCursor:
-        """Go on from a paused or ended run, as a local `resume` does."""
-        record, fsm = self._record, self._fsm
+        """Go on from a paused or ended run, as a local `resume` does (`store.run_record`)."""
+        record = self._record
         assert record is not None
         record.take_resume(signal)
-        now_ms = int(workflow.now().timestamp() * 1000)
-        resumed, cut_off = resumed_cursor(cursor, record, now_ms, self._elapsed_ms, signal.prompt)
-        if cut_off:
+        now = workflow.now()
+        resumed = record.resume(
+            cursor,
+            now_ms=int(now.timestamp() * 1000),
+            elapsed_ms=self._elapsed_ms,
+            now=now.isoformat(),
+            prompt=signal.prompt,
+        )
+        if resumed.cut_off:
             guards.visits.forget_one(cursor.current_state)  # it is entered again
-        event: dict[str, Any] = {
-            "event": "loop_resume",
-            "ts": workflow.now().isoformat(),
-            "loop": fsm.name,
-            "from_state": cursor.current_state,
-            "iteration": cursor.iteration,
-        }
-        if resumed.handoff_context is not None and record.status == "awaiting_continuation":
-            event["from_handoff"] = True
-            event["continuation_prompt"] = resumed.handoff_context["prompt"]
-            record.continuation_prompt = resumed.handoff_context["prompt"]
-        record.status, record.terminated_by, record.error = "running", None, None
-        record.resumed_at = event["ts"]
-        self._keep_event(event)
-        return resumed
+        self._keep_event(resumed.event)
+        return resumed.cursor
 
     def _rollover_due(self) -> bool:
         """Time to continue as new: the core then stops before its next state."""
@@ -766,13 +754,13 @@ class LoopWorkflow:
 
     def _on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
-        if kind == "loop_complete" and self._rolling_over:
+        if kind == events.LOOP_COMPLETE and self._rolling_over:
             self._held_completion = event  # the run goes on in the next workflow run
             return
-        if kind == "loop_start" and self._quiet_start:
+        if kind == events.LOOP_START and self._quiet_start:
             self._quiet_start = False
             return
-        if kind == "state_enter":
+        if kind == events.STATE_ENTER:
             self._states_here += 1
         assert self._record is not None
         self._record.note(event)
@@ -815,13 +803,6 @@ def _ctx_dict(request: EvaluateWithIO) -> dict[str, Any]:
     ctx = dataclasses.asdict(request.ctx)
     ctx["env"] = dict(request.ctx.env) if request.ctx.env is not None else None
     return ctx
-
-
-def _logs_in_use(cursor: RunCursor) -> list[str]:
-    """The logs a capture or `${prev}` still names: pruning spares them."""
-    results: list[Any] = [*cursor.captured.values(), cursor.prev_result]
-    paths = [result.get("log_path") for result in results if isinstance(result, dict)]
-    return [path for path in paths if isinstance(path, str)]
 
 
 def _cancelled_action() -> ActionResult:
