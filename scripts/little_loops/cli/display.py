@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+from little_loops.cli.branch_lines import BranchLines, is_fanout_event
 from little_loops.cli.live_line import ActivityLine
 from little_loops.cli.output import GREEN, NO_PROMPT, RED, paint, silence_stdout, write_line
 from little_loops.cli.spending_text import cost_of_event, reset_phrase
@@ -97,6 +98,7 @@ class ProgressDisplay:
         # keeps its own state start (the parent's `loop:` state spans its child's).
         self._depth = 0
         self._started_at_depth: dict[int, float] = {}
+        self._branch_lines = BranchLines()  # a `parallel:` fan-out's lines
 
     @property
     def _pad(self) -> str:
@@ -113,6 +115,9 @@ class ProgressDisplay:
         handler = _HANDLERS.get(name)
         depth = event.get("depth")
         with self._lock, self._stdout_guard():
+            if is_fanout_event(event):  # a `parallel:` fan-out: one whole line per step
+                self._fanout_line(event)
+                return
             self._depth = depth if isinstance(depth, int) and depth > 0 else 0
             self._erase_activity()
             self._print_preamble()
@@ -385,6 +390,13 @@ class ProgressDisplay:
             f"{self._indent}! {marker} printed on stderr is not acted on "
             "(signals are read from stdout: echo it there)"
         )
+
+    def _fanout_line(self, event: dict[str, Any]) -> None:
+        line = self._branch_lines.line(event)
+        if line is not None:
+            self._erase_activity()
+            self._finish_line()
+            write_line(f"{INDENT}{line}")
 
     def _loop_start(self, event: dict[str, Any]) -> None:
         if self._depth:  # a sub-loop starting (the run's own start has the preamble)

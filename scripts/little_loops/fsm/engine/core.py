@@ -66,6 +66,7 @@ from little_loops.fsm.engine.limit_step import (
     wait_keys,
     wait_record,
 )
+from little_loops.fsm.engine.parallel import run_parallel
 from little_loops.fsm.engine.requests import (
     Checkpoint,
     EvaluateWithIO,
@@ -107,6 +108,7 @@ from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.model.head_loop import HeadLoop, HeadStateConfig
 from little_loops.fsm.model.limit_hit import LimitHit
+from little_loops.fsm.model.parallel_config import parallel_of
 from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
 from little_loops.fsm.schema import FSMLoop, StateConfig
 from little_loops.fsm.signal_detector import SignalDetector
@@ -383,6 +385,8 @@ class RunCore:
         """Execute one state; return how the run ends when it ends here."""
         if isinstance(state, HeadStateConfig) and state.loop:
             return (yield from run_sub_loop(self, sc, state))
+        if parallel_of(state) is not None:  # issue 25, both dialects
+            return (yield from run_parallel(self, sc, state))
         try:
             ctx = sc.interpolation()
         except FragmentParameterError as exc:  # HEAD §5: an unbound required parameter

@@ -35,6 +35,8 @@ class HeadMemory:
     - `rate_limit`: per state, the HEAD rate-limit ladder's memory (§7.6).
     - `sub_loops`: the sub-loops under way, outermost first (§9b).
     - `run_dir`: the run's directory (`${context.run_dir}`), kept across resume.
+    - `parallel`: the `parallel:` fan-out under way (issue 25, both dialects): its state,
+      items, finished items' results and each unfinished item's place (`parallel`).
     """
 
     previous_state: str | None = None
@@ -51,6 +53,7 @@ class HeadMemory:
     rate_limit: dict[str, dict[str, Any]] = field(default_factory=dict)
     sub_loops: list[dict[str, Any]] = field(default_factory=list)
     run_dir: str | None = None
+    parallel: dict[str, Any] = field(default_factory=dict)
 
     @property
     def anything(self) -> bool:

@@ -51,7 +51,10 @@ def uses_head_keys(data: dict[Any, Any]) -> bool:
 
 
 def _is_head_state(state: dict[Any, Any]) -> bool:
-    if any(key in _STATE_MARKERS for key in state):
+    # A `parallel:` state (ours, both dialects) routes a mixed outcome with `on_partial`
+    # in either dialect: there it does not make the file HEAD.
+    markers = _STATE_MARKERS - {"on_partial"} if "parallel" in state else _STATE_MARKERS
+    if any(key in markers for key in state):
         return True
     if state.get("action_type") in HEAD_ONLY_ACTION_TYPES:
         return True

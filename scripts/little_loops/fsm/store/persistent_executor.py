@@ -27,6 +27,7 @@ from little_loops.fsm.engine.context import (
     RunCursor,
 )
 from little_loops.fsm.engine.head_memory import HeadMemory
+from little_loops.fsm.engine.parallel import PARALLEL_BRANCH_END
 from little_loops.fsm.engine.run_loop import FSMExecutor
 from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.engine.step_result import ExecutionResult
@@ -387,6 +388,9 @@ class PersistentExecutor:
             self._save_snapshot(str(event["to"]))
         elif kind == "handoff_continued":
             self._save_continued_handoff()
+        elif kind == PARALLEL_BRANCH_END:
+            # An item of a fan-out finished: its result is on disk, it never runs again.
+            self.persistence.save_state(self._build_state(self._executor.current_state, "running"))
         elif kind == "action_complete":
             self._action_group = None
             self._prune_logs(event)
@@ -486,6 +490,8 @@ class PersistentExecutor:
         groups = [self._action_group] if self._action_group is not None else []
         if isinstance(self._runner, DefaultActionRunner):
             groups += self._runner.background.groups
+        # A `parallel:` fan-out's branches run actions of their own (issue 25).
+        groups += [g for g in self._executor.branch_action_groups() if g not in groups]
         return [group.to_dict() for group in groups]
 
     def _save_handoff_before_spawn(self) -> None:
