@@ -27,7 +27,10 @@ context:
   nap: "0"
 states:
   work:
-    action: "sleep ${context.nap}; echo ${context.prefix}-${context.item}-${context.item_index}; test ${context.item} != bad"
+    action: >-
+      sleep ${context.nap};
+      echo ${context.prefix}-${context.item}-${context.item_index};
+      test ${context.item} != bad
     capture: said
     on_success: done
     on_failure: failed
