@@ -80,7 +80,9 @@ def test_issue25_item4_two_items_commit_the_same_file_on_their_own_branches(
     """Done-when: both items commit `out.txt`; both succeed, each on its own branch from
     HEAD; the main tree is clean and has no `out.txt`; the worktrees are gone."""
     start = _git(repo, "rev-parse", "HEAD").strip()
-    executor = PersistentExecutor(load_loop(repo / ".loops" / "fan.yaml"), loops_dir=repo / ".loops")
+    executor = PersistentExecutor(
+        load_loop(repo / ".loops" / "fan.yaml"), loops_dir=repo / ".loops"
+    )
     result = executor.run()
     assert (result.final_state, result.terminated_by) == ("done", "terminal")
     results = json.loads(executor._executor.captured["go"]["results"])
