@@ -1,0 +1,109 @@
+"""Seeing a `parallel:` fan-out (issue 25 items 3 and 8): the progress lines of `run`
+(and `watch`, which feeds the same display), `history --state <branch state>` per branch,
+`show` and `show --diagram` drawing the state, its child and its three routes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fixtures.cli_support import run_cli
+
+CHILD = """\
+name: one
+initial: work
+states:
+  work:
+    action: "sleep 0.${context.item_index}; test ${context.item} != bad"
+    on_success: done
+    on_failure: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+PARENT = """\
+name: fan
+initial: go
+states:
+  go:
+    parallel:
+      items: "a\\nbad\\nc"
+      loop: one
+      max_workers: 3
+    on_success: done
+    on_partial: triage
+    on_failure: done
+  triage:
+    action: "true"
+    next: done
+  done: {terminal: true}
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "one.yaml").write_text(CHILD)
+    (tmp_path / ".loops" / "fan.yaml").write_text(PARENT)
+    return tmp_path
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines()]
+
+
+def test_issue25_item3_progress_lines_name_each_branch(project: Path) -> None:
+    ran = run_cli(project, "run", "fan")
+    assert ran.returncode == 0, ran.stderr
+    lines = _lines(ran.stdout)
+    assert "fan-out of 'one' over 3 items (3 at once)" in lines
+    for expected in (
+        "[go 1/3] a: work -> sleep 0.0; test a != bad",
+        "[go 2/3] bad: work -> sleep 0.1; test bad != bad",
+        "[go 3/3] c: work -> sleep 0.2; test c != bad",
+        "[go 1/3] a: work -> done (success)",
+        "[go 2/3] bad: work -> failed (failure)",
+        "[go 3/3] c: work -> done (success)",
+        "[go 1/3] a: yes (terminal)",
+        "[go 2/3] bad: no (terminal)",
+        "[go 3/3] c: yes (terminal)",
+        "fan-out done: 2 yes, 1 no, 0 error -> partial",
+    ):
+        assert expected in lines, (expected, lines)
+    # the fan-out's own line, then the route of the state as for any state
+    assert any(line.startswith("-> triage (") for line in lines)
+
+
+def test_issue25_item8_history_of_the_branch_state_shows_each_branch(project: Path) -> None:
+    assert run_cli(project, "run", "fan", "-q").returncode == 0
+    shown = run_cli(project, "history", "fan", "--state", "work")
+    assert shown.returncode == 0, shown.stderr
+    lines = sorted(line[9:] for line in shown.stdout.splitlines())  # past the clock
+    assert [line.split("  (")[0] for line in lines] == [
+        "    [go 1/3] a: work  ✓ success -> done",
+        "    [go 2/3] bad: work  ✗ failure -> failed",
+        "    [go 3/3] c: work  ✓ success -> done",
+    ]
+
+
+def test_issue25_item8_show_and_diagram_draw_the_fanout(project: Path) -> None:
+    shown = run_cli(project, "show", "fan")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    start = lines.index("  go")
+    assert lines[start : start + 6] == [
+        "  go",
+        '    parallel: one per item of "a\\nbad\\nc"',
+        "      max_workers 3, isolation none",
+        "    success -> done",
+        "    failure -> done",
+        "    partial -> triage",
+    ]
+    drawn = run_cli(project, "show", "fan", "--diagram")
+    assert drawn.returncode == 0, drawn.stderr
+    diagram = drawn.stdout.splitlines()
+    assert '    s0[["go<br>[parallel: one per item, 3 at once]"]]' in diagram
+    assert '    s0 -->|"success, failure"| s2' in diagram
+    assert '    s0 -->|"partial"| s1' in diagram
+    assert '    click s0 "#" "ll-loop show one --diagram"' in diagram
