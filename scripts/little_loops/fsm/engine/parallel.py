@@ -416,6 +416,6 @@ class Fanout:
         }
 
         def emit(event: dict[str, Any]) -> None:
-            root({**event, **tags} if "branch" not in event else event)
+            root({**event, **tags})
 
         return emit

@@ -123,7 +123,7 @@ class BranchRun:
         self._emit(
             {
                 "event": "parallel_worktree_added",
-                "branch": branch,
+                "git_branch": branch,
                 "path": str(attached.path),
                 "item_index": self.index,
             }
@@ -134,7 +134,7 @@ class BranchRun:
         assert self.worktree is not None
         event: dict[str, Any] = {
             "event": name,
-            "branch": self.worktree.branch,
+            "git_branch": self.worktree.branch,
             "path": self.worktree.path,
             "item_index": self.index,
         }
