@@ -30,8 +30,9 @@ from little_loops.fsm.engine.step_result import Ending, ExecutionResult
 
 __all__ = ["BranchPlan", "BranchRun"]
 
-# A child ending that pauses the whole run (its place kept): a stop, a handoff, a limit.
-_PAUSING = frozenset({"signal", "handoff", "usage_limited"})
+# A child ending that pauses the whole run (its place kept): the run's stop. A handoff or
+# a usage limit inside an item ends that item (its verdict `no`), not the run.
+_PAUSING = frozenset({"signal"})
 
 
 @dataclass(frozen=True)
