@@ -17,7 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from little_loops.fsm.engine.requests import BranchToRun, FanoutToRun, Finish, Request
+from little_loops.fsm.engine.requests import (
+    BranchToRun,
+    FanoutToRun,
+    Finish,
+    Request,
+    RunChild,
+)
 
 __all__ = ["BranchServer", "drive_branches"]
 
@@ -102,6 +108,23 @@ def _stop_all(running: dict[int, _Running], lock: threading.Lock) -> None:
         each.server.stop()
 
 
+def _served(request: Request, server: BranchServer, lock: threading.Lock) -> Any:
+    """What `request` asks for; a child's (`RunChild`: the item's, or a sub-loop's inside
+    it) is served request by request here, its core's calls under the lock."""
+    if not isinstance(request, RunChild):
+        return server.serve(request)
+    child = request.child
+    with lock:
+        inner = child.next_request()
+    while not isinstance(inner, Finish):
+        result = _served(inner, server, lock)
+        with lock:
+            child.submit(result)
+            inner = child.next_request()
+    with lock:
+        return child.ended(inner)
+
+
 def _drive_one(
     branch: BranchToRun,
     server: BranchServer,
@@ -113,7 +136,7 @@ def _drive_one(
         with lock:
             request = branch.next_request()
         while not isinstance(request, Finish):
-            result = server.serve(request)
+            result = _served(request, server, lock)
             with lock:
                 branch.submit(result)
                 request = branch.next_request()

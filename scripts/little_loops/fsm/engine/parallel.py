@@ -392,7 +392,7 @@ class Fanout:
             log_dir = log_dir / f"{self.memory['iteration']}-{self.name}.branch-{index}"
         child = ChildRun(
             frame,
-            parent_state=self.name,
+            parent_state=f"{self.name}#{index}",  # one child per item (a workflow id each)
             parent_iteration=self.memory["iteration"],
             path=self.path,
             log_dir=log_dir,

@@ -2,9 +2,10 @@
 
 A `BranchRun` is a stream of requests like a core's (`next_request`/`submit`, ending
 with a `Finish`): with `isolation: worktree` it first asks for its worktree
-(`AddBranchWorktree`; a resumed item's old one removed first), then serves its child's
-requests (a nested core, `child_run.ChildRun`; actions placed in the worktree), then
-removes the worktree unless the run pauses. Its child's place is kept in a records list
+(`AddBranchWorktree`; a resumed item's old one removed first), then hands its child (a
+nested core, `child_run.ChildRun`; actions placed in the worktree) to the driver as a
+sub-loop's (`RunChild`: served here, or a child workflow on Temporal), then removes the
+worktree unless the run pauses. Its child's place is kept in a records list
 of its own (`records`, the fan-out's memory), refreshed at each of the child's routes,
 so a resumed fan-out goes on inside each unfinished item.
 """
@@ -24,6 +25,7 @@ from little_loops.fsm.engine.requests import (
     DetachWorktree,
     Finish,
     Request,
+    RunChild,
     WorktreeAttached,
 )
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult
@@ -102,16 +104,12 @@ class BranchRun:
         child = self.child = plan.build(self.worktree, origin)
         if self.cancelled:  # cancelled while its worktree was being made
             self.cancel()
-        request = child.next_request()
-        while not isinstance(request, Finish):
-            result = yield request
-            child.submit(result)
-            request = child.next_request()
-        self.ended = child.ended(request)
+        # Run here (the local driver) or as a child workflow (Temporal), as a sub-loop.
+        self.ended = yield RunChild(child)
         if self.worktree is not None and not self.paused:
             failure = yield DetachWorktree(Path(self.worktree.path))
             self._emit_worktree("parallel_worktree_removed", failure)
-        yield request
+        yield Finish(self.ended.ending, self.ended.result)
 
     def _attach(self, branch: str) -> Generator[Request, Any, WorktreeAttached | None]:
         plan = self.plan
