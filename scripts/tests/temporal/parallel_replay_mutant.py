@@ -36,5 +36,6 @@ class OneItemAtATime(LoopWorkflow):
     async def _serve(self, core: RunCore, request: Request) -> object:
         if isinstance(request, RunBranches):
             one = dataclasses.replace(request, fanout=_OneAtATime(request.fanout))  # type: ignore[arg-type]
-            return await run_branches(one, lambda inner: self._serve(core, inner))
+            serve = lambda inner: self._serve(core, inner)  # noqa: E731
+            return await run_branches(one, serve, core.request_shutdown)
         return await super()._serve(core, request)

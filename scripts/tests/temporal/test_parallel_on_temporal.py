@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fixtures.cli_support import cli_env, run_cli, write_loop
+from fixtures.processes import processes_with
 from fixtures.temporal_servers import TimeSkipping
 
 try:
@@ -128,3 +129,86 @@ def test_issue25_each_item_is_a_child_workflow_with_the_local_results_and_route(
     )
     assert branch_routes == [(0, "done"), (1, "failed"), (2, "done")]
     assert "parallel" not in done.state.get("head", {})
+
+
+WAITING_CHILD = """\
+name: one
+initial: one
+states:
+  one:
+    action: "echo one-${context.item} >> marks"
+    next: two
+  two:
+    action: >-
+      echo two-${context.item} >> marks;
+      test ${context.item} = a || while [ ! -f go ]; do sleep 0.2; : MARKER; done
+    next: three
+  three:
+    action: "echo three-${context.item} >> marks"
+    next: done
+  done: {terminal: true}
+"""
+
+WAITING_FAN = """\
+name: fan
+initial: go
+states:
+  go:
+    parallel:
+      items: "a\\nb\\nc"
+      loop: one
+      max_workers: 3
+    on_success: done
+    on_partial: failed
+    on_failure: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_issue25_a_stop_mid_fanout_keeps_each_place_and_the_resume_goes_on_inside(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    """A stop while `b` and `c` wait in `two` (`a` finished): the run ends interrupted
+    with `a`'s result and the others' places; the resume (a new workflow run) never runs
+    `a` again and goes on in `two` for the others, then routes as a local run would."""
+    marker = f"fanwait{tmp_path.name[-6:]}"
+    checkout = checkout_with(tmp_path / "co", "fan", WAITING_FAN)
+    write_loop(checkout, "one", WAITING_CHILD.replace("MARKER", marker))
+    runs = runs_for(time_skipping, checkout)
+
+    async def scenario() -> tuple[RunOutcome, RunOutcome]:
+        async with build_worker(runs.client, runs.task_queue):
+            handle = await runs.start(run_input(runs, "fan"))
+            for _ in range(int(WAIT_SECONDS / 0.1)):
+                if len(processes_with(marker)) >= 2 and _a_finished(checkout):
+                    break
+                await asyncio.sleep(0.1)
+            assert len(processes_with(marker)) >= 2, "b and c did not start waiting"
+            await asyncio.sleep(0.5)  # (a's end reaches the workflow)
+            await runs.stop("fan")
+            stopped: RunOutcome = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+            (checkout / "go").write_text("", encoding="utf-8")
+            resumed = await runs.start(run_input(runs, "fan", carry=stopped.carry))
+            return stopped, await asyncio.wait_for(resumed.result(), WAIT_SECONDS)
+
+    stopped, done = time_skipping.run(scenario())
+
+    assert (stopped.state["status"], stopped.state["current_state"]) == ("interrupted", "go")
+    parallel = stopped.state["head"]["parallel"]
+    assert sorted(parallel["results"]) == ["0"]
+    assert {k: v[0]["current_state"] for k, v in parallel["places"].items()} == {
+        "1": "two",
+        "2": "two",
+    }
+    assert (done.state["status"], done.state["current_state"]) == ("completed", "done")
+    marks = (checkout / "marks").read_text().split()
+    finished_a = ["one-a", "two-a", "three-a"]
+    cut_off_and_resumed = ["one-b", "one-c", "two-b", "two-c", "two-b", "two-c"]
+    assert sorted(marks) == sorted([*finished_a, *cut_off_and_resumed, "three-b", "three-c"])
+    assert not processes_with(marker)
+
+
+def _a_finished(checkout: Path) -> bool:
+    marks = checkout / "marks"
+    return marks.exists() and "three-a" in marks.read_text().split()

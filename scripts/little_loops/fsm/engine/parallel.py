@@ -107,7 +107,14 @@ def run_parallel(core: ParentCore, sc: StepContext, state: StateConfig) -> _Sub:
         yield RunBranches(fanout)
     if fanout.paused is not None:
         return fanout.paused
+    if fanout.unfinished() and _stopping(core):  # stopped before every item could end
+        return Ending("signal")
     return _finish(sc, state, fanout)
+
+
+def _stopping(core: ParentCore) -> bool:
+    stopping: Any = getattr(core, "shutdown_requested", False)
+    return bool(stopping)
 
 
 def _start_memory(sc: StepContext, block: ParallelConfig, name: str) -> dict[str, Any] | str:
@@ -197,6 +204,11 @@ class Fanout:
     def has_work(self) -> bool:
         return bool(self.pending)
 
+    def unfinished(self) -> bool:
+        """Whether an item has no result yet (and was not cut short by `fail_fast`)."""
+        done = self.memory["results"]
+        return not self.cut_short and any(str(i) not in done for i in range(len(self.items)))
+
     # -- the driver's side ----------------------------------------------------------------
 
     def next_branch(self) -> BranchToRun | None:
@@ -276,8 +288,7 @@ class Fanout:
     # -- one branch -----------------------------------------------------------------------
 
     def _stopping(self) -> bool:
-        stopping: Any = getattr(self.core, "shutdown_requested", False)
-        return self.cut_short or self.paused is not None or bool(stopping)
+        return self.cut_short or self.paused is not None or _stopping(self.core)
 
     def _branch(self, index: int) -> BranchRun | None:
         """Item `index`'s branch, or None when it cannot be bound (its result is kept)."""

@@ -40,17 +40,28 @@ PARALLEL_BRANCHES = "ll-loop:2026-11:parallel-branches"
 Serve = Callable[[Request], Awaitable[Any]]
 
 
-async def run_branches(request: RunBranches, serve: Serve) -> None:
-    """Run the fan-out's branches to their end (see the module docstring)."""
+async def run_branches(request: RunBranches, serve: Serve, stopped: Callable[[], None]) -> None:
+    """Run the fan-out's branches to their end (see the module docstring). A `stop`
+    (the workflow's cancellation) cancels every running branch's task, whose child
+    workflow then stops with its place kept; `stopped()` tells the core."""
     workflow.patched(PARALLEL_BRANCHES)
     fanout = request.fanout
     running: dict[int, asyncio.Task[BranchToRun]] = {}
     _start_more(fanout, running, serve)
     while running:
-        await workflow.wait_condition(lambda: any(task.done() for task in running.values()))
+        try:
+            await workflow.wait_condition(lambda: any(task.done() for task in running.values()))
+        except asyncio.CancelledError:
+            stopped()
+            for task in running.values():
+                task.cancel()
+            await workflow.wait_condition(lambda: all(task.done() for task in running.values()))
         for index in sorted(index for index, task in running.items() if task.done()):
-            branch = running.pop(index).result()
-            for other in fanout.branch_ended(branch):
+            task = running.pop(index)
+            if task.cancelled() or task.exception() is not None:
+                stopped()  # (the run stops; the item's place is its last saved one)
+                continue
+            for other in fanout.branch_ended(task.result()):
                 other.cancel()
                 running[other.index].cancel()
         _start_more(fanout, running, serve)

@@ -345,7 +345,8 @@ class LoopWorkflow:
         if isinstance(request, DetachWorktree):
             return await self._detach_worktree(core, request)
         if isinstance(request, RunBranches):  # issue 25 (`parallel_branches`)
-            return await run_branches(request, lambda inner: self._serve(core, inner))
+            serve = lambda inner: self._serve(core, inner)  # noqa: E731
+            return await run_branches(request, serve, core.request_shutdown)
         if isinstance(request, AddBranchWorktree):
             return await self._add_branch_worktree(core, request)
         raise TypeError(f"the Temporal engine cannot serve {type(request).__name__}")
