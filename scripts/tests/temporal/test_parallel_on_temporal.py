@@ -212,3 +212,45 @@ def test_issue25_a_stop_mid_fanout_keeps_each_place_and_the_resume_goes_on_insid
 def _a_finished(checkout: Path) -> bool:
     marks = checkout / "marks"
     return marks.exists() and "three-a" in marks.read_text().split()
+
+
+FAIL_FAST_CHILD = """\
+name: one
+initial: work
+states:
+  work:
+    action: >-
+      test ${context.item} != bad || exit 1;
+      while [ ! -f never ]; do sleep 0.2; : MARKER; done
+    on_success: done
+    on_failure: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_issue25_fail_fast_cancels_the_running_items_child_workflows(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    marker = f"fastwait{tmp_path.name[-6:]}"
+    fan = WAITING_FAN.replace("max_workers: 3", "max_workers: 2\n      fail_mode: fail_fast")
+    fan = fan.replace('"a\\nb\\nc"', '"slow\\nbad\\nqueued"')
+    checkout = checkout_with(tmp_path / "co", "fan", fan)
+    write_loop(checkout, "one", FAIL_FAST_CHILD.replace("MARKER", marker))
+    runs = runs_for(time_skipping, checkout)
+
+    async def scenario() -> RunOutcome:
+        async with build_worker(runs.client, runs.task_queue):
+            handle = await runs.start(run_input(runs, "fan"))
+            return await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+
+    done = time_skipping.run(scenario())
+
+    assert (done.state["status"], done.state["current_state"]) == ("completed", "failed")
+    results = json.loads(done.state["captured"]["go"]["results"])
+    assert [(e["item"], e["verdict"]) for e in results] == [
+        ("slow", "cancelled"),
+        ("bad", "no"),
+        ("queued", "cancelled"),
+    ]
+    assert not processes_with(marker)

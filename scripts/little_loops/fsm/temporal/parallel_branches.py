@@ -47,6 +47,7 @@ async def run_branches(request: RunBranches, serve: Serve, stopped: Callable[[],
     workflow.patched(PARALLEL_BRANCHES)
     fanout = request.fanout
     running: dict[int, asyncio.Task[BranchToRun]] = {}
+    cut: set[int] = set()  # cancelled by `fail_fast` (not a stop of the run)
     _start_more(fanout, running, serve)
     while running:
         try:
@@ -59,10 +60,12 @@ async def run_branches(request: RunBranches, serve: Serve, stopped: Callable[[],
         for index in sorted(index for index, task in running.items() if task.done()):
             task = running.pop(index)
             if task.cancelled() or task.exception() is not None:
-                stopped()  # (the run stops; the item's place is its last saved one)
-                continue
+                if index not in cut:  # the run stops; the item's place is its last saved
+                    stopped()
+                continue  # (an item cut short before its child started: `cancelled`)
             for other in fanout.branch_ended(task.result()):
                 other.cancel()
+                cut.add(other.index)
                 running[other.index].cancel()
         _start_more(fanout, running, serve)
 
