@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 from fixtures.cli_support import run_cli
 
+from little_loops.cli.branch_lines import is_fanout_event
+from little_loops.cli.history_lines import readable_lines
+
 CHILD = """\
 name: one
 initial: work
@@ -107,3 +110,19 @@ def test_issue25_item8_show_and_diagram_draw_the_fanout(project: Path) -> None:
     assert '    s0 -->|"success, failure"| s2' in diagram
     assert '    s0 -->|"partial"| s1' in diagram
     assert '    click s0 "#" "ll-loop show one --diagram"' in diagram
+
+
+def test_issue25_a_sub_loops_worktree_events_are_not_taken_for_a_branchs() -> None:
+    """`sub_loop_worktree_attached` says `branch` (a git branch): its lines stay as they
+    were; only events that say `parallel_state` are a fan-out's."""
+    worktree = {"event": "sub_loop_worktree_attached", "branch": "feature", "path": "/w"}
+    assert not is_fanout_event(worktree)
+    assert readable_lines([worktree], lambda _: True, fold=True)[0].endswith(
+        " sub_loop_worktree_attached branch=feature path=/w"
+    )
+    tagged = {**worktree, "parallel_state": "go", "branches": 2, "branch_item": "x"}
+    tagged["branch"] = 1
+    assert is_fanout_event(tagged)
+    assert readable_lines([tagged], lambda _: True, fold=True)[0].endswith(
+        " [go 2/2] x: sub_loop_worktree_attached path=/w"
+    )

@@ -16,7 +16,8 @@ _FANOUT_EVENTS = frozenset({"parallel_start", "parallel_branch_end", "parallel_e
 
 def is_fanout_event(event: dict[str, Any]) -> bool:
     """Events these lines show: a branch's own, or the fan-out's."""
-    return "branch" in event or event.get("event") in _FANOUT_EVENTS
+    # (`parallel_state` marks a branch's events: a sub-loop's worktree events say `branch`)
+    return "parallel_state" in event or event.get("event") in _FANOUT_EVENTS
 
 
 def _short(text: object, width: int) -> str:

@@ -101,7 +101,7 @@ def readable_lines(
     lines: list[str] = []
     for index, event in enumerate(events):
         kind = event.get("event")
-        depth = (_depth(event), event.get("branch"))
+        depth = (_depth(event), event.get("branch") if "parallel_state" in event else None)
         if kind == "state_enter":
             entered = event_moment(event)
             visits[depth] = _Visit(entered, state=str(event.get("state")), lines_before=len(lines))
@@ -143,7 +143,7 @@ def _pad(event: dict[str, Any]) -> str:
     """A sub-loop's lines are indented by its depth (spec/ll-head-dialect.md §4.7); a
     `parallel:` branch's say which item they are of (`[go 2/3] b: `, issue 25)."""
     pad = SUB_LOOP_INDENT * _depth(event)
-    if "branch" not in event:
+    if "parallel_state" not in event:
         return pad
     index, total = event.get("branch"), event.get("branches", "?")
     number = index + 1 if isinstance(index, int) else "?"
@@ -213,10 +213,11 @@ def _duration(seconds: float) -> str:
 
 def _event_line(event: dict[str, Any], state: str | None = None) -> str:
     """`<time> [<state>  ]<event> key=value ...` (long values cut, line breaks folded)."""
+    tags = _BRANCH_TAGS if "parallel_state" in event else ()
     rest = " ".join(
         f"{key}={_value(value)}"
         for key, value in event.items()
-        if key not in ("event", "ts", "depth", *_BRANCH_TAGS)
+        if key not in ("event", "ts", "depth", *tags)
     )
     owner = f"{state}  " if state else ""
     head = f"{clock_time(event_moment(event))} {_pad(event)}{owner}{event.get('event', '?')}"

@@ -85,7 +85,7 @@ def states_of(events: list[dict[str, Any]]) -> list[str | None]:
     owners: list[str | None] = []
     for event in events:
         kind = event.get("event")
-        branch = event.get("branch")
+        branch = event.get("branch") if "parallel_state" in event else None
         if kind == "state_enter":
             current[branch] = str(event.get("state"))
         if kind == "route":
