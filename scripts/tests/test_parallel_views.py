@@ -5,10 +5,11 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
-from fixtures.cli_support import run_cli
+from fixtures.cli_support import LL_LOOP, cli_env, run_cli
 
 from little_loops.cli.branch_lines import is_fanout_event
 from little_loops.cli.history_lines import readable_lines
@@ -126,3 +127,42 @@ def test_issue25_a_sub_loops_worktree_events_are_not_taken_for_a_branchs() -> No
     assert readable_lines([tagged], lambda _: True, fold=True)[0].endswith(
         " [go 2/2] x: sub_loop_worktree_attached path=/w"
     )
+
+
+GATED_CHILD = """\
+name: one
+initial: work
+states:
+  work:
+    action: "while [ ! -f gate ]; do sleep 0.05; done; echo ${context.item}"
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_issue25_item3_watch_follows_every_branch_to_the_runs_end(project: Path) -> None:
+    """`watch` shows each branch's lines and goes on past the items' own ends (events of
+    depth 1) to the run's end."""
+    (project / ".loops" / "one.yaml").write_text(GATED_CHILD)
+    started = run_cli(project, "run", "fan", "--background")
+    assert started.returncode == 0, started.stderr
+    watcher = subprocess.Popen(
+        [str(LL_LOOP), "watch", "fan"],
+        cwd=project,
+        env=cli_env(project),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert watcher.stdout is not None
+    seen = [watcher.stdout.readline() for _ in range(4)]  # header, caps, blank, `[1/50] go`
+    assert seen[0].startswith("Watching loop: fan (pid "), seen
+    (project / "gate").touch()  # the items were waiting: watch follows them from here
+    out, err = watcher.communicate(timeout=60)
+    assert watcher.returncode == 0, out + err
+    lines = _lines("".join(seen) + out)
+    for index, item in enumerate(("a", "bad", "c")):
+        assert f"[go {index + 1}/3] {item}: work -> done" in lines, lines
+        assert f"[go {index + 1}/3] {item}: yes (terminal)" in lines, lines
+    assert "fan-out done: 3 yes, 0 no, 0 error -> yes" in lines
+    assert lines[-1].startswith("Loop completed: done (1 iteration, ")
