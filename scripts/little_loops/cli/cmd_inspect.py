@@ -10,6 +10,7 @@ from typing import Any
 
 from little_loops.cli import orphans
 from little_loops.cli.approval_text import approval_json, approval_lines
+from little_loops.cli.branch_status import branch_rows, branch_status_lines
 from little_loops.cli.error_list import error_lines
 from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.liveness import Owner, describe_status, owner_of, process_alive
@@ -35,7 +36,11 @@ UNFINISHED_TITLE = "Unfinished runs:"
 
 
 def _state_json(state: LoopState) -> dict[str, Any]:
-    return {**state.to_dict(), "process_alive": process_alive(state), **approval_json(state)}
+    shown = {**state.to_dict(), "process_alive": process_alive(state), **approval_json(state)}
+    branches = branch_rows(state.head)
+    if branches:  # a `parallel:` fan-out under way (issue 25)
+        shown["branches"] = branches
+    return shown
 
 
 # --- list ------------------------------------------------------------------------------
@@ -181,6 +186,7 @@ def status_lines(
         f"Started: {state.started_at}",
         f"Updated: {state.updated_at}",
     ]
+    lines += branch_status_lines(state.head)  # a `parallel:` fan-out under way
     if state.last_result and state.last_result.get("verdict") is not None:
         lines.append(f"Last verdict: {state.last_result['verdict']}")
     if state.error:

@@ -231,7 +231,7 @@ class _Watcher:
             elif kind == ACTION_COMPLETE:
                 self._show_output(rest=True)
             self.display(event)
-            if kind == LOOP_COMPLETE:
+            if kind == LOOP_COMPLETE and not event.get("depth"):  # (not a child's end)
                 return event
         return None
 
@@ -302,7 +302,8 @@ def _under_way(state: LoopState) -> bool:
 def _this_run(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The events since the run's last start: a resumed run is followed from its resume."""
     for index in range(len(events) - 1, -1, -1):
-        if events[index].get("event") in START_EVENTS:
+        event = events[index]
+        if event.get("event") in START_EVENTS and not event.get("depth"):  # (not a child's)
             return events[index:]
     return events
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from little_loops.cli.loop_graph import STALL_SOURCE, Edge, loop_edges, merged_edges
 from little_loops.fsm.model.head_loop import HeadStateConfig
+from little_loops.fsm.model.parallel_config import parallel_of
 from little_loops.fsm.schema import FSMLoop
 
 CURRENT_FILL = "#ffd54f"
@@ -56,6 +57,10 @@ def _nodes_and_edges(
         child = state.loop if isinstance(state, HeadStateConfig) else None
         if child:
             kind, label = "subloop", f"{label}\n[sub-loop: {child}]"
+        fanout = parallel_of(state)
+        if fanout is not None:  # issue 25: the child, once per item
+            child, kind = fanout.loop, "subloop"
+            label += f"\n[parallel: {child} per item, {fanout.max_workers} at once]"
         current = name == marks.current_state
         nodes[f"state:{name}"] = _Node(f"s{index}", label, kind, current, child or None)
     edges: list[tuple[str, str, Edge]] = []

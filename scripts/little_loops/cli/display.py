@@ -33,6 +33,7 @@ from datetime import datetime
 from typing import Any
 
 from little_loops.cli.approval_text import answer_hint
+from little_loops.cli.branch_lines import BranchLines, is_fanout_event
 from little_loops.cli.live_line import ActivityLine
 from little_loops.cli.output import GREEN, NO_PROMPT, RED, paint, silence_stdout, write_line
 from little_loops.cli.spending_text import cost_of_event, reset_phrase
@@ -122,6 +123,7 @@ class ProgressDisplay:
         self._depth = 0
         self._started_at_depth: dict[int, float] = {}
         self._loop_name: str | None = None  # the run's own (`loop_start`), for hints
+        self._branch_lines = BranchLines()  # a `parallel:` fan-out's lines
 
     @property
     def _pad(self) -> str:
@@ -138,6 +140,9 @@ class ProgressDisplay:
         handler = _HANDLERS.get(name)
         depth = event.get("depth")
         with self._lock, self._stdout_guard():
+            if is_fanout_event(event):  # a `parallel:` fan-out: one whole line per step
+                self._fanout_line(event)
+                return
             self._depth = depth if isinstance(depth, int) and depth > 0 else 0
             self._erase_activity()
             self._print_preamble()
@@ -423,6 +428,13 @@ class ProgressDisplay:
         said = event.get("edit") or event.get("reason")
         more = f": {one_line(said)}" if said else ""
         write_line(f"{self._indent}answer: {event.get('answer', '?')}{more}")
+
+    def _fanout_line(self, event: dict[str, Any]) -> None:
+        line = self._branch_lines.line(event)
+        if line is not None:
+            self._erase_activity()
+            self._finish_line()
+            write_line(f"{INDENT}{line}")
 
     def _loop_start(self, event: dict[str, Any]) -> None:
         if not self._depth:

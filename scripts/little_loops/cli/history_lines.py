@@ -39,6 +39,9 @@ from little_loops.fsm.engine.spending import format_cost
 FOLDED = frozenset({STATE_ENTER, ACTION_START, ACTION_COMPLETE, EVALUATE})
 COST_KEYS = ("cost_usd", "total_cost_usd", "cost")
 VALUE_WIDTH = 60
+BRANCH_ITEM_WIDTH = 30
+# The keys a `parallel:` branch's events carry (shown in the line's prefix instead).
+_BRANCH_TAGS = ("branch", "branches", "parallel_state", "branch_item")
 REASON_WIDTH = 80
 # Route reasons that are not a verdict's route (HEAD: a throttle's hard limit, the way
 # back after a cap's summary state, a spent rate-limit budget).
@@ -103,11 +106,12 @@ def readable_lines(
     events: list[dict[str, Any]], keep: Callable[[int], bool], *, fold: bool
 ) -> list[str]:
     """The lines for the events whose index `keep` accepts (`fold`: the default view)."""
-    visits: dict[int, _Visit] = {}  # per sub-loop depth: a `loop:` state spans its child
+    # Per sub-loop depth (a `loop:` state spans its child) and `parallel:` branch.
+    visits: dict[tuple[int, Any], _Visit] = {}
     lines: list[str] = []
     for index, event in enumerate(events):
         kind = event.get("event")
-        depth = _depth(event)
+        depth = (_depth(event), event.get("branch") if "parallel_state" in event else None)
         if kind == STATE_ENTER:
             entered = event_moment(event)
             visits[depth] = _Visit(entered, state=str(event.get("state")), lines_before=len(lines))
@@ -146,8 +150,15 @@ def _depth(event: dict[str, Any]) -> int:
 
 
 def _pad(event: dict[str, Any]) -> str:
-    """A sub-loop's lines are indented by its depth (spec/ll-head-dialect.md §4.7)."""
-    return SUB_LOOP_INDENT * _depth(event)
+    """A sub-loop's lines are indented by its depth (spec/ll-head-dialect.md §4.7); a
+    `parallel:` branch's say which item they are of (`[go 2/3] b: `, issue 25)."""
+    pad = SUB_LOOP_INDENT * _depth(event)
+    if "parallel_state" not in event:
+        return pad
+    index, total = event.get("branch"), event.get("branches", "?")
+    number = index + 1 if isinstance(index, int) else "?"
+    item = shorten(one_line(str(event.get("branch_item", "?"))), BRANCH_ITEM_WIDTH)
+    return f"{pad}[{event.get('parallel_state', '?')} {number}/{total}] {item}: "
 
 
 def clock_time(moment: datetime | None) -> str:
@@ -212,10 +223,11 @@ def _duration(seconds: float) -> str:
 
 def _event_line(event: dict[str, Any], state: str | None = None) -> str:
     """`<time> [<state>  ]<event> key=value ...` (long values cut, line breaks folded)."""
+    tags = _BRANCH_TAGS if "parallel_state" in event else ()
     rest = " ".join(
         f"{key}={_value(value)}"
         for key, value in event.items()
-        if key not in ("event", "ts", "depth")
+        if key not in ("event", "ts", "depth", *tags)
     )
     owner = f"{state}  " if state else ""
     head = f"{clock_time(event_moment(event))} {_pad(event)}{owner}{event.get('event', '?')}"

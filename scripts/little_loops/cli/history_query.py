@@ -88,17 +88,19 @@ class EventFilter:
 
 def states_of(events: list[dict[str, Any]]) -> list[str | None]:
     """The state each event belongs to (None: the run's own events, such as `loop_start`)."""
-    current: str | None = None
+    # A `parallel:` fan-out's branches interleave: each keeps its own (issue 25).
+    current: dict[Any, str | None] = {}
     owners: list[str | None] = []
     for event in events:
         kind = event.get("event")
+        branch = event.get("branch") if "parallel_state" in event else None
         if kind == STATE_ENTER:
-            current = str(event.get("state"))
+            current[branch] = str(event.get("state"))
         if kind == ROUTE:
             owners.append(str(event.get("from")))
-            current = None
+            current[branch] = None
         elif kind in (LOOP_START, LOOP_RESUME, LOOP_COMPLETE):
             owners.append(None)
         else:
-            owners.append(current)
+            owners.append(current.get(branch))
     return owners

@@ -46,6 +46,9 @@ def state_routes(name: str, state: StateConfig) -> list[tuple[str, str]]:
                 pairs.append((label, target))
         if isinstance(state, HeadStateConfig):
             pairs += list(state.on_verdicts.items())
+        partial = getattr(state, "on_partial", None)  # a legacy `parallel:` state's
+        if partial is not None and not isinstance(state, HeadStateConfig):
+            pairs.append(("partial", partial))
         if state.on_error is not None:
             pairs.append(("error", state.on_error))
     for label, target in (

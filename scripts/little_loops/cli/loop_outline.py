@@ -6,9 +6,11 @@ it, so both always say the same.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from little_loops.cli.diagram import RunMarks
+from little_loops.cli.display import shorten
 from little_loops.cli.head_outline import (
     head_lines,
     head_outline,
@@ -17,6 +19,7 @@ from little_loops.cli.head_outline import (
 )
 from little_loops.cli.loop_graph import state_routes
 from little_loops.fsm.model.head_loop import HeadLoop
+from little_loops.fsm.model.parallel_config import DEFAULT_MAX_WORKERS, parallel_of
 from little_loops.fsm.persistence import LoopState
 from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop, StateConfig
 
@@ -75,7 +78,14 @@ def _state_outline(name: str, state: StateConfig) -> dict[str, Any]:
         "routes": [{"on": label, "to": target} for label, target in state_routes(name, state)],
         "max_visits": state.max_visits,
         **head_state_outline(state),
+        **_fanout_outline(state),
     }
+
+
+def _fanout_outline(state: StateConfig) -> dict[str, Any]:
+    """A `parallel:` state's block (issue 25); nothing for any other state."""
+    block = parallel_of(state)
+    return {"parallel": block.to_dict()} if block is not None else {}
 
 
 def _run_outline(run: LoopState, marks: RunMarks | None) -> dict[str, Any]:
@@ -146,6 +156,9 @@ def _guards_text(guards: dict[str, Any]) -> str:
     return stall
 
 
+ITEMS_WIDTH = 60
+
+
 def _state_lines(state: dict[str, Any], visits: dict[str, int], *, current: bool) -> list[str]:
     head = f"  {state['name']}"
     if state["terminal"]:
@@ -157,6 +170,13 @@ def _state_lines(state: dict[str, Any], visits: dict[str, int], *, current: bool
     lines = [head, *head_state_lines(state)]
     if state["action"] is not None:
         lines.append(f"    action:   {state['action']}")
+    fanout = state.get("parallel")
+    if fanout is not None:
+        items = shorten(json.dumps(fanout["items"]), ITEMS_WIDTH)
+        lines.append(f"    parallel: {fanout['loop']} per item of {items}")
+        isolation = fanout.get("isolation", "none")
+        workers = fanout.get("max_workers", DEFAULT_MAX_WORKERS)
+        lines.append(f"      max_workers {workers}, isolation {isolation}")
     if state["evaluator"] is not None:
         lines.append(f"    evaluate: {state['evaluator']}")
     if state["max_visits"]:

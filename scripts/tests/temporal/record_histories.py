@@ -40,7 +40,9 @@ async def record_all(
             save_history(history, HISTORIES_DIR / f"{name}.json")
             print(f"{name}: {len(history.events)} events")
     for name in names:
-        recording = await record(client, project, name)
+        # The id its replay gives it (`load_history`): a run that starts child workflows
+        # (a `parallel:` fan-out) names them after it.
+        recording = await record(client, project, name, workflow_id=f"recorded-{name}")
         path = HISTORIES_DIR / f"{name}.json"
         save_history(recording.history, path)
         events = len(recording.history.events)

@@ -14,9 +14,14 @@ from little_loops.fsm.engine.requests import ChildLoadFailed, LoadedChild, Workt
 from little_loops.fsm.errors import LoopError
 from little_loops.fsm.loading.loop_refs import loop_ref_candidates, resolve_loop_ref
 from little_loops.fsm.loading.pipeline import load_loop, load_loop_mapping
-from little_loops.fsm.process.sub_loop_worktrees import WorktreeError, add_worktree, remove_worktree
+from little_loops.fsm.process.sub_loop_worktrees import (
+    WorktreeError,
+    add_worktree,
+    new_branch_worktree,
+    remove_worktree,
+)
 
-__all__ = ["attach_worktree", "detach_worktree", "load_child"]
+__all__ = ["add_branch_worktree", "attach_worktree", "detach_worktree", "load_child"]
 
 
 def load_child(
@@ -64,6 +69,18 @@ def attach_worktree(
         path = add_worktree(branch, loops_dir, label, cwd)
     except WorktreeError as exc:
         return ChildLoadFailed(f"worktree of branch '{branch}': {exc}")
+    return WorktreeAttached(path, cwd if cwd is not None else Path.cwd())
+
+
+def add_branch_worktree(
+    branch: str, loops_dir: Path, label: str, fresh: bool, cwd: Path | None = None
+) -> WorktreeAttached | ChildLoadFailed:
+    """A `parallel:` item's worktree on `branch` (made from HEAD when `fresh`), or why
+    there is none (issue 25)."""
+    try:
+        path = new_branch_worktree(branch, loops_dir, label, fresh=fresh, cwd=cwd)
+    except WorktreeError as exc:
+        return ChildLoadFailed(str(exc))
     return WorktreeAttached(path, cwd if cwd is not None else Path.cwd())
 
 

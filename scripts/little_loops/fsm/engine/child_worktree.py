@@ -32,7 +32,7 @@ from little_loops.fsm.engine.requests import (
 from little_loops.fsm.interpolation import InterpolationError, interpolate
 from little_loops.fsm.model.head_loop import HeadStateConfig
 
-__all__ = ["ChildWorktree"]
+__all__ = ["ChildWorktree", "absolute_run_dir"]
 
 
 class ChildWorktree:
@@ -62,7 +62,7 @@ class ChildWorktree:
         if not isinstance(attached, WorktreeAttached):
             return self._failed(branch, attached.message)
         self.attached, self.branch = attached, branch
-        _absolute_run_dir(context, attached.origin)
+        absolute_run_dir(context, attached.origin)
         self.sc.emit(SUB_LOOP_WORKTREE_ATTACHED, branch=branch, path=str(attached.path))
         return None
 
@@ -94,7 +94,7 @@ class ChildWorktree:
         return ChildOutcome("error", "error", error=message)
 
 
-def _absolute_run_dir(context: dict[str, Any], origin: Path) -> None:
+def absolute_run_dir(context: dict[str, Any], origin: Path) -> None:
     """A relative `run_dir` names the project's directory, not one in the worktree."""
     run_dir = context.get("run_dir")
     if isinstance(run_dir, str) and run_dir and not Path(run_dir).is_absolute():

@@ -59,6 +59,7 @@ from little_loops.fsm.engine.events import (
     LIMIT_WAIT_END,
     LOOP_COMPLETE,
     LOOP_START,
+    PARALLEL_BRANCH_END,
     RATE_LIMIT_BACKOFF,
     RATE_LIMIT_WAITING,
     ROUTE,
@@ -95,6 +96,7 @@ from little_loops.fsm.engine.limit_step import (
     wait_keys,
     wait_record,
 )
+from little_loops.fsm.engine.parallel import run_parallel
 from little_loops.fsm.engine.requests import (
     Checkpoint,
     EvaluateWithIO,
@@ -137,6 +139,7 @@ from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.model.approval import is_approval
 from little_loops.fsm.model.head_loop import HeadLoop, HeadStateConfig
 from little_loops.fsm.model.limit_hit import LimitHit
+from little_loops.fsm.model.parallel_config import parallel_of
 from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
 from little_loops.fsm.schema import FSMLoop, StateConfig
 from little_loops.fsm.signal_detector import SignalDetector
@@ -153,6 +156,7 @@ SAVE_POINTS = frozenset(
         RATE_LIMIT_WAITING,
         APPROVAL_NEEDED,
         APPROVAL_WAITING,
+        PARALLEL_BRANCH_END,
     }
 )
 """Events after which the core asks for a snapshot (`SaveSnapshot`); also a
@@ -486,6 +490,8 @@ class RunCore:
             name = self.cursor.current_state
             ending = yield from run_sub_loop(self, sc, state)
             return ending if ending is not None else self._over_budget_after_child(sc, name)
+        if parallel_of(state) is not None:  # issue 25, both dialects
+            return (yield from run_parallel(self, sc, state))
         try:
             ctx = sc.interpolation()
         except FragmentParameterError as exc:  # HEAD §5: an unbound required parameter

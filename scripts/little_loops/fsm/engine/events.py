@@ -41,6 +41,12 @@ __all__ = [
     "LOOP_START",
     "MAX_ITERATIONS_REACHED_SUMMARY",
     "MAX_STEPS_SUMMARY",
+    "PARALLEL_BRANCH_END",
+    "PARALLEL_BRANCH_START",
+    "PARALLEL_END",
+    "PARALLEL_START",
+    "PARALLEL_WORKTREE_ADDED",
+    "PARALLEL_WORKTREE_REMOVED",
     "RATE_LIMIT_BACKOFF",
     "RATE_LIMIT_EXHAUSTED",
     "RATE_LIMIT_STORM",
@@ -217,6 +223,14 @@ APPROVAL_ANSWERED: Final = "approval_answered"  # the answer (or timeout) it goe
 BUDGET_WRAP_UP: Final = "budget_wrap_up"  # a loop budget is reached: `on_budget` runs once
 STATE_BUDGET_EXHAUSTED: Final = "state_budget_exhausted"  # a state's budget routes on_budget
 
+# --- our additions: `parallel:` fan-outs (issue 25) --------------------------------------
+PARALLEL_START: Final = "parallel_start"
+PARALLEL_BRANCH_START: Final = "parallel_branch_start"
+PARALLEL_BRANCH_END: Final = "parallel_branch_end"  # an item finished: saved, never rerun
+PARALLEL_END: Final = "parallel_end"
+PARALLEL_WORKTREE_ADDED: Final = "parallel_worktree_added"
+PARALLEL_WORKTREE_REMOVED: Final = "parallel_worktree_removed"
+
 # name -> its payload type. Every event is listed (one line per event).
 _PAYLOADS: dict[str, type] = {
     LOOP_START: LoopStartPayload,
@@ -258,6 +272,12 @@ _PAYLOADS: dict[str, type] = {
     APPROVAL_ANSWERED: EventPayload,
     BUDGET_WRAP_UP: EventPayload,
     STATE_BUDGET_EXHAUSTED: EventPayload,
+    PARALLEL_START: EventPayload,
+    PARALLEL_BRANCH_START: EventPayload,
+    PARALLEL_BRANCH_END: EventPayload,
+    PARALLEL_END: EventPayload,
+    PARALLEL_WORKTREE_ADDED: EventPayload,
+    PARALLEL_WORKTREE_REMOVED: EventPayload,
 }
 
 EVENT_NAMES: frozenset[str] = frozenset(_PAYLOADS)

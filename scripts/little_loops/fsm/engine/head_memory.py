@@ -38,6 +38,8 @@ class HeadMemory:
     - `approval`: the question a `human_approval` state waits on (`PendingApproval`),
       kept until it is answered, so a resumed run waits for it without asking again.
       Used by both dialects (a legacy run writes `head` only while it waits).
+    - `parallel`: the `parallel:` fan-out under way (issue 25, both dialects): its state,
+      items, finished items' results and each unfinished item's place (`parallel`).
     """
 
     previous_state: str | None = None
@@ -55,6 +57,7 @@ class HeadMemory:
     sub_loops: list[dict[str, Any]] = field(default_factory=list)
     run_dir: str | None = None
     approval: dict[str, Any] | None = None
+    parallel: dict[str, Any] = field(default_factory=dict)
 
     @property
     def anything(self) -> bool:

@@ -20,6 +20,7 @@ from little_loops.fsm.schema import FSMLoop, LLMConfig, StateConfig
 from little_loops.fsm.signal_detector import SignalScan
 
 __all__ = [
+    "AddBranchWorktree",
     "AttachWorktree",
     "AwaitApproval",
     "Checkpoint",
@@ -37,6 +38,7 @@ __all__ = [
     "LoadedChild",
     "Request",
     "RunAction",
+    "RunBranches",
     "RunChild",
     "SaveSnapshot",
     "Sleep",
@@ -288,6 +290,55 @@ class SaveSnapshot:
 
 
 @dataclass(frozen=True)
+class AddBranchWorktree:
+    """A `parallel:` item's worktree (issue 25): `git worktree add` of the branch
+    `branch` under `<loops dir>/.worktrees/` (`label` names the folder), the branch made
+    from the project's HEAD when `fresh` (moved there if it exists), else the branch as
+    it is (a resumed item). Submit a `WorktreeAttached`, or a `ChildLoadFailed`."""
+
+    branch: str
+    label: str
+    fresh: bool = True
+
+
+class BranchToRun(Protocol):
+    """One item of a fan-out (`parallel_branch.BranchRun`): a stream of requests like a
+    core's, ending with its `Finish`."""
+
+    index: int
+
+    def next_request(self) -> Request: ...
+
+    def submit(self, result: Any = None) -> None: ...
+
+    def cancel(self) -> None: ...
+
+
+class FanoutToRun(Protocol):
+    """A `parallel:` state's items as its core hands them to the driver
+    (`parallel.Fanout`)."""
+
+    max_workers: int
+
+    def next_branch(self) -> BranchToRun | None: ...
+
+    def branch_ended(self, branch: BranchToRun) -> list[BranchToRun]: ...
+
+
+@dataclass(frozen=True)
+class RunBranches:
+    """Run a `parallel:` state's items (issue 25); submit None when every branch ended.
+
+    The driver asks `fanout.next_branch()` for a branch to start while fewer than
+    `fanout.max_workers` run (None: no more to start now), serves each branch's requests
+    (`next_request()`/`submit()`) until its `Finish`, then tells `fanout.branch_ended`,
+    which answers the branches to cancel (`cancel()`; their running action stopped too).
+    Calls into the fan-out and its branches are the core's: one at a time."""
+
+    fanout: FanoutToRun
+
+
+@dataclass(frozen=True)
 class Finish:
     """The run is over: `result` is what it returns (`loop_complete` was emitted)."""
 
@@ -307,6 +358,8 @@ Request = (
     | HandOff
     | LoadChild
     | RunChild
+    | RunBranches
+    | AddBranchWorktree
     | AttachWorktree
     | DetachWorktree
     | Finish

@@ -19,13 +19,21 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast, overload
 
 from little_loops.fsm.engine.action_step import call_runner
 from little_loops.fsm.engine.approval_wait import ApprovalInbox, wait_for_answer
-from little_loops.fsm.engine.child_loader import attach_worktree, detach_worktree, load_child
+from little_loops.fsm.engine.branch_servers import ExecutorBranchServer, SerialBranchServer
+from little_loops.fsm.engine.branch_threads import BranchServer, drive_branches
+from little_loops.fsm.engine.child_loader import (
+    add_branch_worktree,
+    attach_worktree,
+    detach_worktree,
+    load_child,
+)
 from little_loops.fsm.engine.context import (
     ActionRunner,
     Checkpointer,
@@ -36,6 +44,7 @@ from little_loops.fsm.engine.context import (
 from little_loops.fsm.engine.core import RunCore, SaveCallback
 from little_loops.fsm.engine.evaluation_step import judge
 from little_loops.fsm.engine.requests import (
+    AddBranchWorktree,
     AttachWorktree,
     AwaitApproval,
     Checkpoint,
@@ -49,6 +58,7 @@ from little_loops.fsm.engine.requests import (
     LoadChild,
     Request,
     RunAction,
+    RunBranches,
     RunChild,
     Sleep,
     WaitUntil,
@@ -60,6 +70,7 @@ from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
 from little_loops.fsm.process.clock import SYSTEM_CLOCK
 from little_loops.fsm.process.path_fingerprint import paths_fingerprint
+from little_loops.fsm.process.process_groups import ActionGroup
 from little_loops.fsm.process.runner import DefaultActionRunner
 from little_loops.fsm.process.workspace import WorkspaceWatcher
 from little_loops.fsm.schema import FSMLoop
@@ -70,6 +81,18 @@ __all__ = ["ExecutionResult", "FSMExecutor"]
 T = TypeVar("T")
 
 WALL_CLOCK_RECHECK_SECONDS = 30.0
+
+
+def copied_runner(runner: Any) -> DefaultActionRunner | None:
+    """A runner like the run's for one `parallel:` branch: its own process groups, the
+    run's settings (None: this kind of runner cannot be copied)."""
+    if type(runner) is not DefaultActionRunner:
+        return None
+    copy = DefaultActionRunner(
+        claude_bin=runner.claude_bin, output_cap=runner.output_cap, cwd=runner.cwd
+    )
+    copy.group_notice_seconds = runner.group_notice_seconds
+    return copy
 
 
 class _CursorField(Generic[T]):
@@ -157,6 +180,10 @@ class FSMExecutor:
         # Addition (issue 26): where answers to a `human_approval` question come from
         # (persistence adds the answer file, a foreground run on a terminal its keyboard).
         self.approvals: list[ApprovalInbox] = []
+        # A `parallel:` fan-out's running branch servers (a stop reaches each) and the
+        # action groups running in them (saved with the run's, `branch_action_groups`).
+        self._branch_servers: set[BranchServer] = set()
+        self._branch_groups: dict[int, ActionGroup] = {}
 
     # -- public -------------------------------------------------------------------------
 
@@ -180,6 +207,16 @@ class FSMExecutor:
         cancel = getattr(self.action_runner, "cancel", None)
         if callable(cancel):
             cancel()
+        for server in list(self._branch_servers):  # a fan-out's branches stop too
+            server.stop()
+
+    def branch_action_groups(self) -> list[ActionGroup]:
+        """The process groups of the actions a fan-out's branches run now (issue 25)."""
+        return list(self._branch_groups.values())
+
+    def serve_request(self, request: Request) -> Any:
+        """Do the I/O `request` asks for (a fan-out's branch server serves with this)."""
+        return self._serve(request)
 
     def run(self) -> ExecutionResult:
         """Run from `current_state` until a terminal state, a limit, a signal or an error.
@@ -269,8 +306,41 @@ class FSMExecutor:
             inner = child.next_request()
         return child.ended(inner)
 
-    def _serve_sub_loop(self, request: LoadChild | AttachWorktree | DetachWorktree) -> Any:
+    def _run_branches(self, request: RunBranches) -> None:
+        """A `parallel:` fan-out: its branches run side by side (`branch_threads`)."""
+        drive_branches(
+            request.fanout,
+            self._open_branch_server,
+            SerialBranchServer(self),
+            self._branch_servers,
+        )
+
+    def _open_branch_server(self, lock: threading.Lock) -> BranchServer | None:
+        runner = copied_runner(self.action_runner)
+        if runner is None:
+            return None
+        server = FSMExecutor(
+            self.fsm,
+            action_runner=runner,
+            handoff_handler=self.handoff_handler,
+            log_dir=self.log_dir,
+            checkpointer=self.checkpointer,
+            clock=self.clock,
+            env=self.env,
+            choices=self.choices,
+        )
+        server.guards.loops_dir = self.guards.loops_dir
+        if self._shutdown_requested:
+            server.request_shutdown()
+        tell = getattr(self.action_runner, "on_group_running", None)
+        return ExecutorBranchServer(server, runner, self._branch_groups, tell, lock)
+
+    def _serve_sub_loop(
+        self, request: LoadChild | AttachWorktree | DetachWorktree | AddBranchWorktree
+    ) -> Any:
         loops_dir = self.guards.loops_dir or Path(".loops")
+        if isinstance(request, AddBranchWorktree):
+            return add_branch_worktree(request.branch, loops_dir, request.label, request.fresh)
         if isinstance(request, LoadChild):
             return load_child(request.name, loops_dir, context_keys=request.context_keys)
         if isinstance(request, AttachWorktree):
@@ -331,7 +401,9 @@ class FSMExecutor:
             )
         if isinstance(request, RunChild):
             return self._run_child(request)
-        if isinstance(request, LoadChild | AttachWorktree | DetachWorktree):
+        if isinstance(request, RunBranches):
+            return self._run_branches(request)
+        if isinstance(request, LoadChild | AttachWorktree | DetachWorktree | AddBranchWorktree):
             return self._serve_sub_loop(request)
         assert isinstance(request, HandOff) and self.handoff_handler is not None
         return self.handoff_handler.handle(request.loop_name, request.continuation)

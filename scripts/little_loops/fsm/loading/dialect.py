@@ -53,9 +53,11 @@ def uses_head_keys(data: dict[Any, Any]) -> bool:
 
 
 def _is_head_state(state: dict[Any, Any]) -> bool:
-    # Our additions never decide a dialect: an approval state's routes are its own.
+    # Our additions never decide a dialect: an approval state's routes are its own, and a
+    # `parallel:` state routes a mixed outcome with `on_partial` in either dialect.
     approval = state.get("action_type") == HUMAN_APPROVAL
-    if any(key in _STATE_MARKERS for key in state if not (approval and key in _APPROVAL_KEYS)):
+    markers = _STATE_MARKERS - {"on_partial"} if "parallel" in state else _STATE_MARKERS
+    if any(key in markers for key in state if not (approval and key in _APPROVAL_KEYS)):
         return True
     if state.get("action_type") in HEAD_ONLY_ACTION_TYPES:
         return True

@@ -88,7 +88,9 @@ def transition_errors(name: str, state: StateConfig) -> list[ValidationError]:
     if isinstance(state, HeadStateConfig):
         return head_transition_errors(name, state)
     path = f"states.{name}"
-    shorthand = (state.on_success, state.on_failure, state.on_error)
+    # (`on_partial`: a `parallel:` state's, issue 25; no other legacy state has it)
+    partial = getattr(state, "on_partial", None)
+    shorthand = (state.on_success, state.on_failure, state.on_error, partial)
     has_shorthand = any(target is not None for target in shorthand)
     errors: list[ValidationError] = []
     if has_shorthand and state.route is not None:

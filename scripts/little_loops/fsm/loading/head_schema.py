@@ -62,6 +62,7 @@ from little_loops.fsm.model.loop_vocabulary import (
     HEAD_VERDICT_ROUTE_KEYS,
     LEGACY_LOOP_KEYS,
 )
+from little_loops.fsm.model.parallel_config import FAIL_MODES, ISOLATIONS
 
 SCHEMA_FILE = "fsm-loop-schema.json"
 _HEAD_DEFINITIONS = ("head_state", "head_route", "head_evaluate", "head_llm", "parameters")
@@ -242,6 +243,19 @@ HEAD_STATE_SCHEMAS: dict[str, dict[str, Any]] = {
     "request_path": _enum(HEAD_REQUEST_PATHS),
     "cost_ceiling": _closed(
         {"cost_ceiling_per_state": _NUMBER_AT_LEAST_0, "cost_warn_at": _NUMBER_AT_LEAST_0}
+    ),
+    "parallel": _closed(  # issue 25 (both dialects)
+        {
+            "items": {"type": ["string", "array"]},
+            "loop": {"type": "string", "minLength": 1},
+            "with": _opt("object"),
+            "max_workers": _int(1),
+            "isolation": {"enum": list(ISOLATIONS)},
+            "fail_mode": {"enum": list(FAIL_MODES)},
+            "timeout_seconds": _int(1, nullable=True),
+            "max_items": _int(1, nullable=True),
+        },
+        required=["items", "loop"],
     ),
     "description": _opt("string"),
     "output": {},

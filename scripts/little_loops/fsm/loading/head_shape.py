@@ -23,6 +23,7 @@ from little_loops.fsm.loading.head_rules import (
     parameter_spec_errors,
     visibility_warnings,
 )
+from little_loops.fsm.loading.parallel_checks import check_parallel, parallel_state_errors
 from little_loops.fsm.loading.shape import (
     LEGACY_EVALUATE_CHECKS,
     LEGACY_LLM_CHECKS,
@@ -263,6 +264,7 @@ HEAD_STATE_CHECKS: dict[str, FieldCheck] = {
     "prepatch_check": _enum("prepatch_check", HEAD_PREPATCH_CHECKS),
     "request_path": _enum("request_path", HEAD_REQUEST_PATHS),
     "cost_ceiling": _check_cost_ceiling,
+    "parallel": check_parallel,  # issue 25 (both dialects)
     "description": _optional_string,
     "output": unchecked,
     "with_": unchecked,
@@ -284,6 +286,7 @@ def check_head_state(value: Any, path: str) -> list[ValidationError]:
     errors = check_fields(value, path, {**HEAD_STATE_CHECKS, **routes}, allowed_text=allowed)
     if not any(error.severity is ValidationSeverity.ERROR for error in errors):
         errors.extend(check_state_rules(value, path))
+        errors.extend(parallel_state_errors(value, path, head=True))
     return errors
 
 

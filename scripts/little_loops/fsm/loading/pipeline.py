@@ -61,6 +61,7 @@ from little_loops.fsm.loading.interpolation_checks import interpolation_errors
 from little_loops.fsm.loading.loop_name import loop_name_errors
 from little_loops.fsm.loading.numeric_settings import numeric_setting_errors
 from little_loops.fsm.loading.paradigms import compile_paradigm
+from little_loops.fsm.loading.parallel_checks import parallel_child_findings
 from little_loops.fsm.loading.shape import check_loop_mapping, is_paradigm_spec, missing_loop_fields
 from little_loops.fsm.loading.source import read_loop_text, require_mapping
 from little_loops.fsm.loading.sub_loop_checks import sub_loop_findings
@@ -71,6 +72,7 @@ from little_loops.fsm.model.budgets import legacy_loop_from_dict, split_budgets
 from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
 from little_loops.fsm.model.head_loop import HeadLoop, is_head
 from little_loops.fsm.model.head_parts import DIALECT_HEAD
+from little_loops.fsm.model.parallel_config import with_parallel_states
 from little_loops.fsm.schema import FSMLoop
 
 # The reference logs warnings on this name (fsm-api §4), so it stays after the move.
@@ -143,7 +145,9 @@ def _loop_from_fsm_mapping(data: dict[str, Any], path: Path) -> FSMLoop:
     budget_findings = budget_shape_findings(data)
     errors = [*folding_errors, *check_loop_mapping(rest), *_errors(budget_findings)]
     _raise_if_errors(path, errors)
-    return _checked(legacy_loop_from_dict(data), path, budget_findings)
+    fsm = with_parallel_states(legacy_loop_from_dict(data), data)
+    children = parallel_child_findings(fsm, path, load_loop_mapping)
+    return _checked(fsm, path, [*budget_findings, *children])
 
 
 def _head_loop(data: dict[str, Any], path: Path) -> HeadLoop:
@@ -162,7 +166,15 @@ def _head_loop(data: dict[str, Any], path: Path) -> HeadLoop:
     _raise_if_errors(path, _errors(findings))
     _raise_if_errors(path, fragment_binding_errors(data["states"]))
     fsm = HeadLoop.from_dict(data)
-    _checked(fsm, path, [*findings, *sub_loop_findings(fsm, path, read_resolved_mapping)])
+    _checked(
+        fsm,
+        path,
+        [
+            *findings,
+            *sub_loop_findings(fsm, path, read_resolved_mapping),
+            *parallel_child_findings(fsm, path, read_resolved_mapping),
+        ],
+    )
     return fsm
 
 

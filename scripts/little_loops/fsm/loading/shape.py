@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from little_loops.fsm.loading.approval_keys import or_approval
+from little_loops.fsm.loading.parallel_checks import check_parallel, parallel_state_errors
 from little_loops.fsm.loading.value_checks import (
     FieldCheck,
     check_bool,
@@ -107,6 +108,14 @@ _STATE_CHECKS: dict[str, FieldCheck] = {
     "max_visits": scalar(nullable(check_positive_int)),
     "on_max_visits": _optional_string,
 }
+# The reference's keys, which its "unknown key" message lists (our additions below are
+# accepted without changing that message).
+_REFERENCE_STATE_KEYS = ", ".join(_STATE_CHECKS)
+_OUR_STATE_CHECKS: dict[str, FieldCheck] = {
+    **_STATE_CHECKS,
+    "parallel": check_parallel,  # issue 25, with its mixed-outcome route
+    "on_partial": _optional_string,
+}
 
 _LLM_CHECKS: dict[str, FieldCheck] = {
     "enabled": scalar(check_bool),
@@ -124,8 +133,15 @@ _RATE_LIMIT_CHECKS: dict[str, FieldCheck] = {
 }
 
 
+def _check_state(value: Any, path: str) -> list[ValidationError]:
+    if not isinstance(value, dict):
+        return [ValidationError(f"must be a mapping, got {describe_value(value)}", path)]
+    errors = check_fields(value, path, _OUR_STATE_CHECKS, allowed_text=_REFERENCE_STATE_KEYS)
+    return errors or parallel_state_errors(value, path, head=False)
+
+
 def _check_states(value: Any, path: str) -> list[ValidationError]:
-    return check_states(value, path, mapping_of(_STATE_CHECKS))
+    return check_states(value, path, _check_state)
 
 
 def check_states(value: Any, path: str, check_state: FieldCheck) -> list[ValidationError]:

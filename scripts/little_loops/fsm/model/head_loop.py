@@ -34,6 +34,7 @@ from little_loops.fsm.model.head_parts import (
     parameters_to_dict,
 )
 from little_loops.fsm.model.loop_vocabulary import HEAD_EVALUATE_FIELDS
+from little_loops.fsm.model.parallel_config import ParallelConfig, with_parallel_states
 from little_loops.fsm.schema import (
     DEFAULT_MAX_CONTINUATIONS,
     DEFAULT_MAX_ITERATIONS,
@@ -60,7 +61,9 @@ def is_head(loop: FSMLoop) -> bool:
 
 def loop_from_dict(data: dict[str, Any], dialect: str) -> FSMLoop:
     """A loop's `to_dict()` built again in its dialect (what a Temporal payload carries)."""
-    return HeadLoop.from_dict(data) if dialect == DIALECT_HEAD else legacy_loop_from_dict(data)
+    if dialect == DIALECT_HEAD:
+        return HeadLoop.from_dict(data)
+    return with_parallel_states(legacy_loop_from_dict(data), data)
 
 
 def _put(out: dict[str, Any], key: str, value: Any) -> None:
@@ -180,6 +183,8 @@ class HeadStateConfig(StateConfig):
     params: dict[str, Any] | None = None
     type: str | None = None
     learning: dict[str, Any] | None = None
+    # Addition (issue 25): a fan-out of a child loop over items (`parallel:`).
+    parallel: ParallelConfig | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
@@ -197,6 +202,8 @@ class HeadStateConfig(StateConfig):
             out["parameters"] = parameters_to_dict(self.fragment_parameters)
         if self.throttle is not None:
             out["throttle"] = self.throttle.to_dict()
+        if self.parallel is not None:
+            out["parallel"] = self.parallel.to_dict()
         return out
 
     @classmethod
@@ -241,6 +248,8 @@ def _head_state_fields(data: dict[str, Any]) -> dict[str, Any]:
     values["context_passthrough"] = bool(data.get("context_passthrough", False))
     throttle = data.get("throttle")
     values["throttle"] = ThrottleConfig.from_dict(throttle) if isinstance(throttle, dict) else None
+    block = data.get("parallel")
+    values["parallel"] = ParallelConfig.from_dict(block) if isinstance(block, dict) else None
     if data.get("fragment") is not None:
         values["fragment_bindings"] = data.get("with")
         values["fragment_parameters"] = parameters_from_dict(data.get("parameters")) or None

@@ -13,7 +13,7 @@ import re
 import subprocess
 from pathlib import Path
 
-__all__ = ["WorktreeError", "add_worktree", "remove_worktree"]
+__all__ = ["WorktreeError", "add_worktree", "new_branch_worktree", "remove_worktree"]
 
 GIT_TIMEOUT = 60.0
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -33,6 +33,32 @@ def add_worktree(branch: str, loops_dir: Path, label: str, cwd: Path | None = No
     path.parent.mkdir(parents=True, exist_ok=True)
     _git("worktree", "add", "--quiet", str(path), branch, cwd=cwd)
     return path
+
+
+def new_branch_worktree(
+    branch: str, loops_dir: Path, label: str, *, fresh: bool, cwd: Path | None = None
+) -> Path:
+    """A `parallel:` item's worktree (issue 25) on `branch`: made (or moved) to the
+    project's HEAD when `fresh`, else the branch as a resumed item left it (made from
+    HEAD if it is gone). Its absolute path."""
+    import uuid  # (see add_worktree)
+
+    base = loops_dir if cwd is None else cwd / loops_dir
+    path = (base / ".worktrees" / f"{_UNSAFE.sub('_', label)}-{uuid.uuid4().hex[:8]}").resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fresh or not _branch_exists(branch, cwd):
+        _git("worktree", "add", "--quiet", "-B", branch, str(path), "HEAD", cwd=cwd)
+    else:
+        _git("worktree", "add", "--quiet", str(path), branch, cwd=cwd)
+    return path
+
+
+def _branch_exists(branch: str, cwd: Path | None) -> bool:
+    try:
+        _git("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", cwd=cwd)
+    except WorktreeError:
+        return False
+    return True
 
 
 def remove_worktree(path: Path, cwd: Path | None = None) -> str | None:

@@ -401,6 +401,8 @@ class PersistentExecutor:
         groups = [self._action_group] if self._action_group is not None else []
         if isinstance(self._runner, DefaultActionRunner):
             groups += self._runner.background.groups
+        # A `parallel:` fan-out's branches run actions of their own (issue 25).
+        groups += [g for g in self._executor.branch_action_groups() if g not in groups]
         return [group.to_dict() for group in groups]
 
     def _build_state(self, current_state: str, status: str) -> LoopState:

@@ -245,6 +245,7 @@ class WorktreeInput:
     branch: str = ""
     label: str = ""
     path: str | None = None
+    fresh: bool = True  # a `parallel:` item's branch, made from HEAD (issue 25)
 
 
 @dataclass

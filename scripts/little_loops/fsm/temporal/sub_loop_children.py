@@ -44,6 +44,7 @@ __all__ = [
     "ChildWorkflows",
     "child_ended",
     "child_output",
+    "ended_unrun",
 ]
 
 CHILD_WORKFLOWS = "ll-loop:2026-11:child-workflows"
@@ -119,12 +120,12 @@ class ChildWorkflows:
             )
         except asyncio.CancelledError:
             stopped()
-            return _ended_unrun(spec, Ending("signal"))
+            return ended_unrun(spec, Ending("signal"))
         try:
             output: ChildRunOutput = await handle
         except ChildWorkflowError as exc:
             message = f"the sub-loop's workflow {child_id} failed: {exc.cause or exc}"
-            return _ended_unrun(spec, Ending("error", message))
+            return ended_unrun(spec, Ending("error", message))
         child.relay(output.events, output.records)
         if workflow.cancellation_reason() is not None:
             stopped()  # a stop that came as the child ended normally stops the parent too
@@ -167,7 +168,7 @@ def child_output(
     )
 
 
-def _ended_unrun(spec: ChildSpec, ending: Ending) -> ChildEnded:
+def ended_unrun(spec: ChildSpec, ending: Ending) -> ChildEnded:
     """A child that did not run (stopped before it started, or its workflow failed): it
     ends where its record stands."""
     record = spec.records[0]

@@ -62,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
     from little_loops.fsm.engine.core import RunCore
     from little_loops.fsm.engine.evaluation_step import Judgement
     from little_loops.fsm.engine.requests import (
+        AddBranchWorktree,
         AttachWorktree,
         AwaitApproval,
         Checkpoint,
@@ -77,6 +78,7 @@ with workflow.unsafe.imports_passed_through():
         LoadedChild,
         Request,
         RunAction,
+        RunBranches,
         RunChild,
         Sleep,
         WaitUntil,
@@ -98,6 +100,7 @@ with workflow.unsafe.imports_passed_through():
         ApprovalSignal,
         ApprovalWaits,
     )
+    from little_loops.fsm.temporal.parallel_branches import run_branches
     from little_loops.fsm.temporal.payloads import (
         ActionInput,
         ActionOutput,
@@ -362,6 +365,11 @@ class LoopWorkflow:
             return await self._attach_worktree(core, request)
         if isinstance(request, DetachWorktree):
             return await self._detach_worktree(core, request)
+        if isinstance(request, RunBranches):  # issue 25 (`parallel_branches`)
+            serve = lambda inner: self._serve(core, inner)  # noqa: E731
+            return await run_branches(request, serve, core.request_shutdown)
+        if isinstance(request, AddBranchWorktree):
+            return await self._add_branch_worktree(core, request)
         raise TypeError(f"the Temporal engine cannot serve {type(request).__name__}")
 
     # -- the requests -------------------------------------------------------------------
@@ -523,6 +531,24 @@ class LoopWorkflow:
         except ActivityError as exc:
             failure = self._activity_failure(exc)
             return ChildLoadFailed(f"worktree of branch '{request.branch}': {failure}")
+        if attached.path is None:
+            return ChildLoadFailed(attached.error or f"no worktree of '{request.branch}'")
+        return WorktreeAttached(Path(attached.path), Path(attached.origin or run.checkout))
+
+    async def _add_branch_worktree(
+        self, core: RunCore, request: AddBranchWorktree
+    ) -> WorktreeAttached | ChildLoadFailed:
+        """A `parallel:` item's worktree on its branch, on the checkout's host."""
+        run = self._input
+        asked = WorktreeInput(
+            run.checkout, run.loops_dir, request.branch, request.label, fresh=request.fresh
+        )
+        try:
+            attached: WorktreeOutput = await self._host_activity(
+                "ll-loop.add_branch_worktree", asked, WorktreeOutput, core
+            )
+        except ActivityError as exc:
+            return ChildLoadFailed(self._activity_failure(exc))
         if attached.path is None:
             return ChildLoadFailed(attached.error or f"no worktree of '{request.branch}'")
         return WorktreeAttached(Path(attached.path), Path(attached.origin or run.checkout))

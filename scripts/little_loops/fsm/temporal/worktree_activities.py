@@ -14,12 +14,13 @@ from typing import Any
 
 from temporalio import activity
 
+from little_loops.fsm.engine.child_loader import add_branch_worktree as add_here
 from little_loops.fsm.engine.child_loader import attach_worktree as attach_here
 from little_loops.fsm.engine.child_loader import detach_worktree as detach_here
 from little_loops.fsm.engine.requests import WorktreeAttached
 from little_loops.fsm.temporal.payloads import WorktreeInput, WorktreeOutput
 
-__all__ = ["WORKTREE_ACTIVITIES", "attach_worktree", "detach_worktree"]
+__all__ = ["WORKTREE_ACTIVITIES", "add_branch_worktree", "attach_worktree", "detach_worktree"]
 
 
 @activity.defn(name="ll-loop.attach_worktree")
@@ -42,4 +43,24 @@ async def detach_worktree(request: WorktreeInput) -> str | None:
     return await asyncio.to_thread(detach_here, Path(request.path), Path(request.checkout))
 
 
-WORKTREE_ACTIVITIES: list[Callable[..., Any]] = [attach_worktree, detach_worktree]
+@activity.defn(name="ll-loop.add_branch_worktree")
+async def add_branch_worktree(request: WorktreeInput) -> WorktreeOutput:
+    """A `parallel:` item's worktree on its own branch (issue 25), or why not."""
+    attached = await asyncio.to_thread(
+        add_here,
+        request.branch,
+        Path(request.loops_dir),
+        request.label,
+        request.fresh,
+        Path(request.checkout),
+    )
+    if not isinstance(attached, WorktreeAttached):
+        return WorktreeOutput(error=attached.message)
+    return WorktreeOutput(path=str(attached.path), origin=str(attached.origin))
+
+
+WORKTREE_ACTIVITIES: list[Callable[..., Any]] = [
+    attach_worktree,
+    detach_worktree,
+    add_branch_worktree,
+]
