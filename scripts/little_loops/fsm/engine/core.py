@@ -114,6 +114,7 @@ from little_loops.fsm.engine.throttle import count_action_run, keep_visit_count
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.model.action_result import ActionResult
+from little_loops.fsm.model.agent_hosts import DEFAULT_HOST
 from little_loops.fsm.model.head_loop import HeadLoop, HeadStateConfig
 from little_loops.fsm.model.limit_hit import LimitHit
 from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
@@ -734,8 +735,9 @@ class RunCore:
 
     def _spend(self, result: ActionResult) -> None:
         claude = result.claude
-        if claude is not None:
-            self.cursor.spending.add(claude.cost_usd, spent_tokens(result))
+        if claude is not None:  # a prompt action: counted for its host too (issue 24)
+            host = claude.host or DEFAULT_HOST
+            self.cursor.spending.add(claude.cost_usd, spent_tokens(result), host=host)
 
     def _spend_judgement(self, judgement: Judgement | tuple[str, dict[str, Any]] | None) -> None:
         """What an LLM evaluation cost (its `Judgement.spending`; a driver may submit a

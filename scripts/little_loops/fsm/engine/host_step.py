@@ -126,6 +126,9 @@ def fail_over(
     until = note_limited(memory, current, hit, sc.fsm.rate_limit, now)
     note_session(memory, current, name, result.claude.session_id if result.claude else None)
     free, blocked = free_hosts(memory, hosts, now, sc.fsm.rate_limit.max_utilization)
+    if current in free:  # a reset already past: never "move" to the host that just failed
+        free.remove(current)
+        blocked.append(Blocked(current, until, hit))
     if not free:
         return earliest(blocked)
     to = free[0]
