@@ -21,10 +21,11 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from types import TracebackType
 from typing import Any
+
+from local_server import LocalServer
 
 RESPONSES_PATH = "/v1/responses"
 FAKE_MODEL = "gpt-fake"
@@ -181,7 +182,7 @@ def user_text(request: RecordedRequest) -> str:
     return ""
 
 
-class FakeResponsesServer:
+class FakeResponsesServer(LocalServer):
     """A threaded HTTP server on a free 127.0.0.1 port; use it as a context manager."""
 
     def __init__(self, log: Path | None = None) -> None:
@@ -189,16 +190,12 @@ class FakeResponsesServer:
         self.responder: Callable[[RecordedRequest], Reply] = ResponsesScript([])
         self.log = log
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
+        super().__init__(_handler_for(self))
 
     @property
     def base_url(self) -> str:
         """What a provider's `base_url` is (the `/v1` prefix included)."""
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        return f"{self.origin}/v1"
 
     def answer(self, request: RecordedRequest) -> Reply:
         """Record `request` and choose its reply (under the lock: requests are concurrent)."""
@@ -209,20 +206,6 @@ class FakeResponsesServer:
                 with self.log.open("a", encoding="utf-8") as out:
                     out.write(json.dumps(line) + "\n")
             return self.responder(request)
-
-    def __enter__(self) -> FakeResponsesServer:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join()
 
 
 NOT_FOUND = Reply(status=404, body={"error": {"type": "not_found", "message": "no such path"}})
