@@ -26,6 +26,8 @@ from fake_openai import (
 )
 from fixtures.cli_support import normalize
 
+from little_loops.fsm.process.hosts.openai_prices import openai_cost
+
 PROMPT = "Please work on the parser"
 FINISHED = "Work finished."
 LOOP = """\
@@ -68,9 +70,9 @@ class CodexProject:
     server: FakeResponsesServer
     env: dict[str, str]
 
-    def run(self, *replies: Reply) -> tuple[int, str, str]:
+    def run(self, *replies: Reply, loop: str = LOOP) -> tuple[int, str, str]:
         self.server.responder = Answers(*replies)
-        self.project.write_loop("work", LOOP)
+        self.project.write_loop("work", loop)
         done = self.project.ll_loop("run", "work", env=self.env)
         return done.returncode, normalize(done.stdout), normalize(done.stderr)
 
@@ -90,15 +92,34 @@ def codex(
         yield CodexProject(project, server, env)
 
 
-def test_plain_run_on_codex(codex: CodexProject) -> None:
-    assert codex.run() == (
+def test_plain_run_on_codex_with_the_states_model(codex: CodexProject) -> None:
+    """The state's `model:` reaches the API; the action's record names the host, the codex
+    session and the turn's tokens; its cost is the model's list price."""
+    with_model = LOOP.replace(
+        "action_type: prompt\n", "action_type: prompt\n    model: gpt-5-codex\n"
+    )
+    assert codex.run(loop=with_model) == (
         0,
-        f"Running loop: work\nMax steps: 5\n\n[1/5] work -> {PROMPT}\n{COMPLETED}",
+        f"Running loop: work\nMax steps: 5\n\n[1/5] work -> {PROMPT}\n"
+        + COMPLETED.replace("(Ns)", "(Ns, $C)"),
         "",
     )
     (request,) = codex.server.requests
-    assert user_text(request) == PROMPT
-    assert codex.project.state("work")["status"] == "completed"
+    assert (user_text(request), request.body["model"]) == (PROMPT, "gpt-5-codex")
+    [complete] = [e for e in codex.project.events("work") if e["event"] == "action_complete"]
+    tokens = {"input": 23, "output": 7, "cache_read": 100, "cache_creation": 0}
+    assert (complete["host"], complete["session_id"], complete["tokens"]) == (
+        "codex",
+        request.headers["session-id"],
+        tokens,
+    )
+    cost = openai_cost("gpt-5-codex", uncached_input=23, cached_input=100, output=7)
+    assert cost is not None
+    state = codex.project.state("work")
+    assert (state["status"], state["spending"]) == (
+        "completed",
+        {"cost_usd": round(cost, 6), "tokens": tokens},
+    )
 
 
 def test_handoff_is_read_from_what_codex_says(codex: CodexProject) -> None:
