@@ -74,15 +74,19 @@ def test_a_failover_run_shows_its_hosts_and_spending_per_host(
     assert spending["cost_usd"] == 0.05  # budgets count every host
 
 
-def test_a_claude_only_run_keeps_its_spending_record() -> None:
-    """Issue 24 item 5: no `hosts` split unless another host than claude ran."""
+def test_a_one_host_run_keeps_its_spending_record() -> None:
+    """Issue 24 item 5: no `hosts` split unless more than one host ran (the total is the
+    one host's); two hosts split it."""
     from little_loops.fsm.engine.spending import RunSpending
 
     spent = RunSpending()
-    spent.add(0.01, {"input": 5}, host="claude")
-    assert spent.to_dict() == {
-        "cost_usd": 0.01,
-        "tokens": {"input": 5, "output": 0, "cache_read": 0, "cache_creation": 0},
+    spent.add(0.01, {"input": 5}, host="codex")
+    tokens = {"input": 5, "output": 0, "cache_read": 0, "cache_creation": 0}
+    assert spent.to_dict() == {"cost_usd": 0.01, "tokens": tokens}
+    spent.add(0.02, {"output": 3}, host="claude")
+    assert spent.to_dict()["hosts"] == {
+        "codex": {"cost_usd": 0.01, "tokens": 5},
+        "claude": {"cost_usd": 0.02, "tokens": 3},
     }
 
 

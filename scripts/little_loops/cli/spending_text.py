@@ -23,7 +23,7 @@ def spent_text(spending: Mapping[str, Any] | None) -> str:
 
 
 def _per_host(spent: RunSpending) -> str:
-    """` (claude $0.0100, codex $0.0200)` when more than claude ran prompts (issue 24)."""
+    """` (claude $0.0100, codex $0.0200)` when more than one host ran prompts (issue 24)."""
     hosts = spent.by_host()
     if not hosts:
         return ""
@@ -54,7 +54,7 @@ def spending_line(spending: Mapping[str, Any] | None) -> str | None:
 
 
 def _host_detail(spent: RunSpending) -> str:
-    """`; by host: claude $0.01 (1.2k tokens), codex ...` (issue 24; '' for claude only)."""
+    """`; by host: claude $0.01 (1.2k tokens), codex ...` (issue 24; '' for one host)."""
     hosts = spent.by_host()
     parts = [
         f"{name} {format_cost(float(own['cost_usd']))} ({format_tokens(int(own['tokens']))})"

@@ -100,7 +100,7 @@ def test_plain_run_on_codex_with_the_states_model(codex: CodexProject) -> None:
     )
     assert codex.run(loop=with_model) == (
         0,
-        f"Running loop: work\nMax steps: 5\n\n[1/5] work -> {PROMPT}\n"
+        f"Running loop: work\nMax steps: 5\n\n[1/5] work -> {PROMPT} (on codex)\n"
         + COMPLETED.replace("(Ns)", "(Ns, $C)"),
         "",
     )
@@ -128,7 +128,7 @@ def test_handoff_is_read_from_what_codex_says(codex: CodexProject) -> None:
     assert codex.run(said) == (
         3,
         "Running loop: work\nMax steps: 5\n\n"
-        f"[1/5] work -> {PROMPT}\n"
+        f"[1/5] work -> {PROMPT} (on codex)\n"
         "       ✗ no\n"
         "       handoff: Continue with module B\n"
         "\n"
@@ -150,11 +150,11 @@ def test_usage_limit_is_waited_out_and_the_same_session_continues(codex: CodexPr
     waited = re.sub(r"\d{1,2}:\d{2}( AM|am)", "HH:MM", re.sub(r"\d+s\b", "Ns", stdout))
     assert waited == (
         "Running loop: work\nMax steps: 5\n\n"
-        f"[1/5] work -> {PROMPT}\n"
+        f"[1/5] work -> {PROMPT} (on codex)\n"
         "       You\u2019ve hit your usage limit. Try again at HH:MM.\n"
         "       waiting for the usage limit to reset at HH:MM (UTC), Ns\n"
         "       usage limit reset after Ns: work again\n"
-        "[1/5] work -> Continue where you left off. You were stopped by a usage lim...\n"
+        "[1/5] work -> Continue where you left off. You were stopped by a usage lim... (on codex)\n"
         f"{COMPLETED}"
     )
     limited, again = codex.server.requests
@@ -170,10 +170,10 @@ def test_server_error_is_backed_off_and_retried_on_codex(codex: CodexProject) ->
     assert codex.run(server_error_reply(500)) == (
         0,
         "Running loop: work\nMax steps: 5\n\n"
-        f"[1/5] work -> {PROMPT}\n"
+        f"[1/5] work -> {PROMPT} (on codex)\n"
         "       We\u2019re currently experiencing high demand, which may cause temporary errors.\n"
         "       backing off 1s (retry 1 of 8)\n"
-        f"[1/5] work -> {PROMPT}\n"
+        f"[1/5] work -> {PROMPT} (on codex)\n"
         f"{COMPLETED}",
         "",
     )
@@ -190,7 +190,7 @@ def test_missing_codex_is_named_in_one_line_with_its_install(
     )
     assert codex.run() == (
         1,
-        f"Running loop: work\nMax steps: 5\n\n[1/5] work -> {PROMPT}\n"
+        f"Running loop: work\nMax steps: 5\n\n[1/5] work -> {PROMPT} (on codex)\n"
         f"       ✗ error - {missing}\n\n",
         f"Loop failed: work (1 iteration, Ns) - {missing}\n",
     )

@@ -4,7 +4,8 @@ claude reports them) and its LLM evaluations (from the SDK's usage, priced by mo
 Kept in the run's cursor, so it is saved in the state file and a resumed run goes on
 counting from there; the budget (`max_cost_usd`, `--max-cost`) is checked against it.
 Issue 24: `hosts` splits the prompt actions' spending by agent host; it is written only
-once a host other than claude ran one (a claude-only run's `spending` stays as it was).
+once more than one host ran them (a one-host run's `spending` stays as it was: the total
+is that host's).
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ class RunSpending:
             own["tokens"] = int(own["tokens"]) + sum(int(n) for n in tokens.values())
 
     def by_host(self) -> dict[str, dict[str, Any]]:
-        """The spending per host to show: only when a host other than claude ran."""
-        return dict(self.hosts) if set(self.hosts) - {"claude"} else {}
+        """The spending per host to show: only when more than one host ran."""
+        return dict(self.hosts) if len(self.hosts) > 1 else {}
 
     def copy(self) -> RunSpending:
         values = dict(self.__dict__)
