@@ -49,6 +49,8 @@ from little_loops.fsm.engine.events import (
     EVALUATE,
     HANDOFF_CONTINUED,
     HANDOFF_DETECTED,
+    HOST_RETURN,
+    HOST_SWITCH,
     LIMIT_WAIT,
     LIMIT_WAIT_END,
     LOOP_COMPLETE,
@@ -236,6 +238,8 @@ class ProgressDisplay:
         # Ends the line opened by `state_enter` (on a terminal: once the action ends, so
         # that its time can be shown on it meanwhile).
         text = f" -> {shorten(one_line(event.get('action', '')), ACTION_WIDTH)}"
+        if event.get("host"):  # issue 24: a prompt action on another agent CLI than claude
+            text += f" (on {event['host']})"
         if not self._line_open:  # the action again (after a backoff or a usage-limit wait)
             self._open_line(self._header)
         if not self.live:
@@ -361,6 +365,22 @@ class ProgressDisplay:
         write_line(f"{self._indent}{one_line(event.get('message', ''))}")
         write_line(f"{self._indent}waiting for the usage limit to reset {when}")
 
+    def _host_switch(self, event: dict[str, Any]) -> None:
+        self._finish_line()
+        self.activity.stop()
+        write_line(f"{self._indent}{one_line(event.get('message', ''))}")
+        write_line(
+            f"{self._indent}moving {event.get('state', '?')} from {event.get('from', '?')} "
+            f"to {event.get('to', '?')}"
+        )
+
+    def _host_return(self, event: dict[str, Any]) -> None:
+        self._finish_line()
+        write_line(
+            f"{self._indent}back on {event.get('host', '?')} (its limit has reset; "
+            f"was on {event.get('from', '?')})"
+        )
+
     def _limit_wait_end(self, event: dict[str, Any]) -> None:
         self._finish_line()
         waited = event.get("waited_seconds")
@@ -472,6 +492,8 @@ _HANDLERS = {
     BACKOFF: ProgressDisplay._backoff,
     LIMIT_WAIT: ProgressDisplay._limit_wait,
     LIMIT_WAIT_END: ProgressDisplay._limit_wait_end,
+    HOST_SWITCH: ProgressDisplay._host_switch,
+    HOST_RETURN: ProgressDisplay._host_return,
     RATE_LIMIT_BACKOFF: ProgressDisplay._rate_limit_backoff,
     RATE_LIMIT_WAITING: ProgressDisplay._rate_limit_waiting,
     RATE_LIMIT_EXHAUSTED: ProgressDisplay._rate_limit_exhausted,

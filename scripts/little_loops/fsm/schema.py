@@ -241,6 +241,9 @@ class RateLimitConfig:
     retries: int = DEFAULT_LIMIT_RETRIES
     continue_session: bool = True
     first_backoff: float = DEFAULT_LIMIT_FIRST_BACKOFF
+    # Addition (issue 24, pacing): a host whose reported quota use is at or past this
+    # share (0..1) starts no new action until its window resets (None: no pacing).
+    max_utilization: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -252,6 +255,7 @@ class RateLimitConfig:
             out["continue_session"] = self.continue_session
         if self.first_backoff != DEFAULT_LIMIT_FIRST_BACKOFF:
             out["first_backoff"] = self.first_backoff
+        _put_if_set(out, "max_utilization", self.max_utilization)
         return out
 
     @classmethod
@@ -261,6 +265,7 @@ class RateLimitConfig:
             retries=data.get("retries", DEFAULT_LIMIT_RETRIES),
             continue_session=data.get("continue_session", True),
             first_backoff=parse_duration(data.get("first_backoff", DEFAULT_LIMIT_FIRST_BACKOFF)),
+            max_utilization=data.get("max_utilization"),
         )
 
 
@@ -298,6 +303,9 @@ class FSMLoop:
     max_cost_usd: float | None = None
     notify: str | None = None
     rate_limit: RateLimitConfig = field(default_factory=RateLimitConfig)
+    # Addition (issue 24): the agent host(s) of the loop's prompt actions (a state's
+    # `host:` wins; `model.host_choice`).
+    host: str | list[str] | None = None
     # The dialect the loop was read in: "legacy" here (little-loops at aada157e1); a loop
     # read in little-loops' current dialect is a `model.head_loop.HeadLoop`, which says
     # "head". The engine asks this, never the YAML.
@@ -349,6 +357,7 @@ class FSMLoop:
         rate_limit = self.rate_limit.to_dict()
         if rate_limit:
             out["rate_limit"] = rate_limit
+        _put_if_set(out, "host", self.host)
         return out
 
     @classmethod
@@ -378,6 +387,7 @@ class FSMLoop:
             max_cost_usd=data.get("max_cost_usd"),
             notify=data.get("notify"),
             rate_limit=RateLimitConfig.from_dict(data.get("rate_limit") or {}),
+            host=data.get("host"),
         )
 
     def get_all_state_names(self) -> set[str]:

@@ -179,7 +179,16 @@ CLAUDE_CODE = NpmCli(
     override_env="LL_E2E_CLAUDE",
 )
 
-KNOWN: dict[str, NpmCli] = {CLAUDE_CODE.name: CLAUDE_CODE}
+CODEX = NpmCli(
+    name="codex",
+    title="Codex CLI",
+    package="@openai/codex",
+    version_file="codex-version",
+    binary="node_modules/.bin/codex",
+    override_env="LL_E2E_CODEX",
+)
+
+KNOWN: dict[str, NpmCli] = {CLAUDE_CODE.name: CLAUDE_CODE, CODEX.name: CODEX}
 """Every CLI the tests install, by name (`python3 npm_cli.py NAME`)."""
 
 

@@ -35,6 +35,7 @@ from little_loops.fsm.engine.head_actions import (
     no_run_verdict,
 )
 from little_loops.fsm.engine.head_capture import head_capture
+from little_loops.fsm.engine.host_step import first_host, on_host, on_host_keys
 from little_loops.fsm.engine.requests import RunAction
 from little_loops.fsm.engine.step_result import Step, error_step, log_key
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
@@ -92,10 +93,13 @@ def prepare_action(
         action = _action_text(sc, state, ctx)
     except InterpolationError as exc:
         return error_step(f"Cannot interpolate action: {exc}")
-    sc.emit(ACTION_START, action=action)
+    slash = is_slash(state, action)
+    host = on_host_keys(first_host(sc, state)) if slash else {}
+    sc.emit(ACTION_START, action=action, **host)
     timeout = _action_timeout(sc, state.timeout or DEFAULT_ACTION_TIMEOUT)
     scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
-    return RunAction(action, timeout, is_slash(state, action), scan, _log_path(sc))
+    request = RunAction(action, timeout, slash, scan, _log_path(sc))
+    return on_host(request, first_host(sc, state)) if slash else request
 
 
 def _prepare_head(
@@ -115,14 +119,16 @@ def _prepare_head(
     prompt = is_prompt_mode(state, action)
     if prompt:
         action = continued_prompt(sc.fsm, state, sc.cursor.head, action)
-    sc.emit(ACTION_START, action=action)
+    host = on_host_keys(first_host(sc, state)) if prompt else {}
+    sc.emit(ACTION_START, action=action, **host)
     timeout = _action_timeout(sc, action_limit(sc.fsm, state, prompt))
     scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
     flags = claude_flags(state) if prompt else ()
     idle = idle_seconds(sc.fsm, state)
-    return RunAction(
+    request = RunAction(
         action, timeout, prompt, scan, _log_path(sc), claude_flags=flags, idle_timeout=idle
     )
+    return on_host(request, first_host(sc, state), state.model) if prompt else request
 
 
 def prepare_retry(
@@ -138,7 +144,7 @@ def prepare_retry(
     `action` (the same text, or a prompt to continue claude's `session`), a fresh scan
     and timeout, and a log of its own (the earlier runs' logs stay as their
     `action_complete` events name them)."""
-    sc.emit(ACTION_START, action=action)
+    sc.emit(ACTION_START, action=action, **on_host_keys(first.host))
     timeout = _action_timeout(sc, _limit(sc, state, first.slash))
     scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
     log_path = retry_log_path(first.log_path, retry) if first.log_path is not None else None
@@ -151,6 +157,8 @@ def prepare_retry(
         session,
         claude_flags=first.claude_flags,
         idle_timeout=first.idle_timeout,
+        host=first.host,
+        model=first.model,
     )
 
 
@@ -273,6 +281,8 @@ def claude_keys(result: ActionResult) -> dict[str, Any]:
     if claude is None:
         return {}
     keys: dict[str, Any] = {}
+    if claude.host is not None:
+        keys["host"] = claude.host  # another agent CLI than claude ran it (issue 24)
     if claude.cost_usd is not None:
         keys["cost_usd"] = claude.cost_usd
     tokens = spent_tokens(result)
@@ -332,15 +342,21 @@ def call_runner(
     *,
     claude_flags: tuple[str, ...] = (),
     idle_timeout: float | None = None,
+    host: str | None = None,
+    model: str | None = None,
 ) -> ActionResult:
     """Run `action`; feed the scan from the stream, or from the result when nothing streamed.
 
     `log_path` reaches only runners that set `supports_output_log`, `resume_session`
     only those that set `supports_resume_session` (and only when there is one);
     `claude_flags` and `idle_timeout` (HEAD files) only those that set
-    `supports_head_options`.
+    `supports_head_options`; `host` and `model` (a prompt action on another agent CLI
+    than claude, issue 24) only those that set `supports_hosts`.
     """
     extra: dict[str, Any] = {}
+    if host is not None and getattr(runner, "supports_hosts", False) is True:
+        extra["host"] = host
+        extra["model"] = model
     if resume_session is not None and getattr(runner, "supports_resume_session", False) is True:
         extra["resume_session"] = resume_session
     head_options = getattr(runner, "supports_head_options", False) is True

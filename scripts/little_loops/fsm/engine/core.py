@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,14 @@ from little_loops.fsm.engine.head_rate_limits import (
 )
 from little_loops.fsm.engine.head_routing import HeadRoute
 from little_loops.fsm.engine.head_routing_step import move_head
+from little_loops.fsm.engine.host_failover import Blocked, session_of
+from little_loops.fsm.engine.host_step import (
+    choose_host,
+    fail_over,
+    moved_prompt,
+    note_ran,
+    rehosted,
+)
 from little_loops.fsm.engine.limit_policy import (
     LimitBackoff,
     LimitGiveUp,
@@ -136,6 +145,7 @@ from little_loops.fsm.engine.throttle import count_action_run, keep_visit_count
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.model.action_result import ActionResult
+from little_loops.fsm.model.agent_hosts import DEFAULT_HOST
 from little_loops.fsm.model.approval import is_approval
 from little_loops.fsm.model.head_loop import HeadLoop, HeadStateConfig
 from little_loops.fsm.model.limit_hit import LimitHit
@@ -176,6 +186,17 @@ USAGE_LIMITED = "usage_limited"
 # What the core's generator yields, and what it is sent back.
 _Steps = Generator[Request, Any, None]
 _Sub = Generator[Request, Any, Ending | None]
+
+
+@dataclass(frozen=True)
+class _Moved:
+    """What a limit left of an action (`RunCore._fail_over`): its request's host, the
+    limit to meet, the session to continue, and its run on another host (None: none)."""
+
+    first: RunAction
+    hit: LimitHit
+    session: str | None
+    request: RunAction | None = None
 
 
 class RunCore:
@@ -603,14 +624,21 @@ class RunCore:
         while True:
             result: ActionResult = yield request
             self._spend(result)
+            note_ran(sc, state, request, result)
             hit = None if self.shutdown_requested else limit_of(result, request.slash, self._now())
             if hit is None:
                 if limits is not None and not self.shutdown_requested:  # it got through
                     note_through(self.cursor.head.rate_limit, self.cursor.current_state)
                 return complete_action(sc, state, request, result)
+            moved = self._fail_over(sc, state, (first, request), result, hit, retries + 1)
+            first, hit, own_session = moved.first, moved.hit, moved.session
+            if moved.request is not None:  # issue 24: on the next host of the state's list
+                retries += 1
+                request = moved.request
+                continue
             if limits is not None and hit.kind in LADDER_KINDS:
                 self._emit(ACTION_COMPLETE, limit=hit.kind, **completed_keys(result))
-                waited = yield from self._head_ladder(sc, limits, hit, result)
+                waited = yield from self._head_ladder(sc, limits, hit, own_session)
                 if isinstance(waited, Ending | HeadRoute):
                     return waited
                 retries += 1
@@ -626,15 +654,16 @@ class RunCore:
             if plan is None:
                 return complete_action(sc, state, request, result)
             self._emit(ACTION_COMPLETE, limit=hit.kind, **completed_keys(result))
-            session = result.claude.session_id if result.claude is not None else None
+            session = own_session or None
             if isinstance(plan, LimitGiveUp):
                 if plan.until is not None:  # resume waits for it, or gives up again
-                    wait = wait_record(sc, LimitWait(plan.until, hit), session)
+                    wait = wait_record(sc, LimitWait(plan.until, hit), session, first.host)
                     self.cursor.limit_wait = wait.to_dict()
                 return Ending(USAGE_LIMITED, plan.message)
             if isinstance(plan, LimitWait):
                 usage_waits += 1
-                if not (yield from self._wait_for_limit(wait_record(sc, plan, session))):
+                record = wait_record(sc, plan, session, first.host)
+                if not (yield from self._wait_for_limit(record)):
                     return Ending("signal")
             else:
                 backoffs += 1
@@ -656,6 +685,7 @@ class RunCore:
         again; else the step or ending that comes instead."""
         saved = LimitWaitRecord.from_dict(self.cursor.limit_wait)
         name = self.cursor.current_state
+        sc.host = None
         if saved is not None and saved.state == name:
             give_up = saved_wait_plan(saved.to_dict(), self.fsm.rate_limit, now=self._now())
             if give_up is not None:
@@ -663,6 +693,7 @@ class RunCore:
             if not (yield from self._wait_for_limit(saved)):
                 return Ending("signal")
             session = saved.session_id
+            sc.host = saved.host  # the host it waited for (issue 24)
         elif limits is not None and "until" in self.cursor.head.rate_limit.get(name, {}):
             self.cursor.limit_wait = None
             resumed = yield from self._resume_head_wait(sc, limits)
@@ -671,12 +702,66 @@ class RunCore:
             session = resumed or None
         else:
             self.cursor.limit_wait = None  # a wait of a state the run has left
+            waited = yield from self._pick_host(sc, state)
+            if waited is not None:
+                return waited
             prepared = prepare_action(sc, state, ctx)
             return (prepared, prepared) if isinstance(prepared, RunAction) else prepared
         first = prepare_action(sc, state, ctx)
         if not isinstance(first, RunAction):
             return first
         return first, self._retry(sc, state, first, session, retry=1)
+
+    def _fail_over(
+        self,
+        sc: StepContext,
+        state: StateConfig,
+        requests: tuple[RunAction, RunAction],
+        result: ActionResult,
+        hit: LimitHit,
+        retry: int,
+    ) -> _Moved:
+        """Issue 24 after a limit: a usage limit on a host of a list moves the state to
+        the next free host (`request`: its run there, the same prompt and a note), or, all
+        limited, to the earliest to be free (its limit and session to wait for). Otherwise
+        the limit is met as before: `first`, `hit` and the run's own session unchanged."""
+        first, request = requests
+        # The session to continue after a wait ("" for a claude run that had none).
+        own = (result.claude.session_id or "") if result.claude is not None else None
+        usage_limit = request.slash and hit.kind == "usage_limit"
+        moved = fail_over(sc, state, request, result, hit, self._now()) if usage_limit else None
+        if isinstance(moved, Blocked):
+            session = session_of(self.cursor.head.hosts, moved.host, sc.cursor.current_state)
+            return _Moved(rehosted(first, state, moved.host), moved.hit, session)
+        if moved is None:
+            return _Moved(first, hit, own)
+        self._emit(ACTION_COMPLETE, limit=hit.kind, **completed_keys(result))
+        first = rehosted(first, state, moved)
+        action = moved_prompt(first, request, result)
+        switched = prepare_retry(sc, state, first, action=action, session=None, retry=retry)
+        return _Moved(first, hit, None, switched)
+
+    def _pick_host(
+        self, sc: StepContext, state: StateConfig
+    ) -> Generator[Request, Any, Ending | None]:
+        """Issue 24: the host a fresh prompt action runs on (`sc.host`); when no host of its
+        list is free (limited, or paced out), first wait for the earliest to be free (or
+        end `usage_limited` when that is beyond `rate_limit.max_wait`)."""
+        choice = choose_host(sc, state, self._now())
+        if not isinstance(choice, Blocked):
+            sc.host = choice
+            return None
+        plan = plan_after_limit(
+            choice.hit, self.fsm.rate_limit, backoffs=0, usage_waits=0, now=self._now()
+        )
+        if isinstance(plan, LimitGiveUp):
+            return Ending(USAGE_LIMITED, plan.message)
+        assert isinstance(plan, LimitWait)  # a usage limit always has a wait or gives up
+        record = wait_record(sc, LimitWait(max(plan.until, choice.until), choice.hit), None)
+        if not (yield from self._wait_for_limit(record)):
+            return Ending("signal")
+        sc.host = choice.host
+        return None
 
     # -- HEAD's rate-limit ladder (§7.6) ---------------------------------------------------
 
@@ -692,7 +777,7 @@ class RunCore:
         return self.cursor.head.rate_limit.setdefault(self.cursor.current_state, {})
 
     def _head_ladder(
-        self, sc: StepContext, limits: HeadLimits, hit: LimitHit, result: ActionResult
+        self, sc: StepContext, limits: HeadLimits, hit: LimitHit, own_session: str | None
     ) -> Generator[Request, Any, str | Ending | HeadRoute]:
         """Wait in place as HEAD's ladder says: the claude session to continue afterwards
         ("" for none), or how the state ends when the budget is spent or a stop came."""
@@ -703,8 +788,8 @@ class RunCore:
         key = f"{plan.tier}_retries"
         entry[key] = int(entry.get(key, 0)) + 1
         session = ""
-        if hit.kind == "usage_limit" and result.claude is not None:
-            session = result.claude.session_id or ""
+        if hit.kind == "usage_limit" and own_session is not None:
+            session = own_session
             entry["session_id"] = session
         waited = yield from wait_in_place(
             sc, limits, entry, plan, now=self._now, stopped=lambda: self.shutdown_requested
@@ -774,9 +859,10 @@ class RunCore:
 
     def _spend(self, result: ActionResult) -> None:
         claude = result.claude
-        if claude is not None:
+        if claude is not None:  # a prompt action: counted for its host too (issue 24)
             state = budgeted_state(self.fsm, self.cursor.current_state)
-            self.cursor.spending.add(claude.cost_usd, spent_tokens(result), state=state)
+            host = claude.host or DEFAULT_HOST
+            self.cursor.spending.add(claude.cost_usd, spent_tokens(result), state=state, host=host)
 
     def _spend_judgement(self, judgement: Judgement | tuple[str, dict[str, Any]] | None) -> None:
         """What an LLM evaluation cost (its `Judgement.spending`; a driver may submit a

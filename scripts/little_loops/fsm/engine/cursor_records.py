@@ -64,6 +64,7 @@ class LimitWaitRecord:
     limit_type: str | None = None
     session_id: str | None = None
     since: float | None = None
+    host: str | None = None  # the agent host it waits for (issue 24; None: claude)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as the state file, the carry and a sub-loop's place keep it."""
@@ -73,7 +74,7 @@ class LimitWaitRecord:
             "message": self.message,
             "exact_reset": self.exact_reset,
         }
-        for key in ("resets_at", "limit_type", "session_id", "since"):
+        for key in ("resets_at", "limit_type", "session_id", "since", "host"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -94,6 +95,7 @@ class LimitWaitRecord:
             limit_type=data.get("limit_type"),
             session_id=data.get("session_id"),
             since=data.get("since"),
+            host=data.get("host"),
         )
 
 

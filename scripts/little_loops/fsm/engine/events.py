@@ -34,6 +34,8 @@ __all__ = [
     "HANDOFF_CONTINUED",
     "HANDOFF_DETECTED",
     "HANDOFF_SPAWNED",
+    "HOST_RETURN",
+    "HOST_SWITCH",
     "LIMIT_WAIT",
     "LIMIT_WAIT_END",
     "LOOP_COMPLETE",
@@ -223,6 +225,10 @@ APPROVAL_ANSWERED: Final = "approval_answered"  # the answer (or timeout) it goe
 BUDGET_WRAP_UP: Final = "budget_wrap_up"  # a loop budget is reached: `on_budget` runs once
 STATE_BUDGET_EXHAUSTED: Final = "state_budget_exhausted"  # a state's budget routes on_budget
 
+# --- our additions: agent hosts (issue 24) ------------------------------------------------
+HOST_SWITCH: Final = "host_switch"  # a state moves to the next host of its list
+HOST_RETURN: Final = "host_return"  # back on the first host after its reset
+
 # --- our additions: `parallel:` fan-outs (issue 25) --------------------------------------
 PARALLEL_START: Final = "parallel_start"
 PARALLEL_BRANCH_START: Final = "parallel_branch_start"
@@ -272,6 +278,8 @@ _PAYLOADS: dict[str, type] = {
     APPROVAL_ANSWERED: EventPayload,
     BUDGET_WRAP_UP: EventPayload,
     STATE_BUDGET_EXHAUSTED: EventPayload,
+    HOST_SWITCH: EventPayload,
+    HOST_RETURN: EventPayload,
     PARALLEL_START: EventPayload,
     PARALLEL_BRANCH_START: EventPayload,
     PARALLEL_BRANCH_END: EventPayload,

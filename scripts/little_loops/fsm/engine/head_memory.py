@@ -40,6 +40,7 @@ class HeadMemory:
       Used by both dialects (a legacy run writes `head` only while it waits).
     - `parallel`: the `parallel:` fan-out under way (issue 25, both dialects): its state,
       items, finished items' results and each unfinished item's place (`parallel`).
+    - `hosts`: issue 24's failover and pacing memory (any dialect, `host_failover`).
     """
 
     previous_state: str | None = None
@@ -58,6 +59,9 @@ class HeadMemory:
     run_dir: str | None = None
     approval: dict[str, Any] | None = None
     parallel: dict[str, Any] = field(default_factory=dict)
+    # Addition (issue 24, both dialects): the agent hosts' limits, quota use and sessions
+    # (`engine.host_failover`); empty unless a run fails over between hosts or paces.
+    hosts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def anything(self) -> bool:

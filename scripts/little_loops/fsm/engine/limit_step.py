@@ -44,6 +44,8 @@ def limit_of(result: ActionResult, slash: bool, now: float) -> LimitHit | None:
     claude = result.claude
     if not slash or claude is None:
         return classify_shell_failure(result.exit_code, result.output, now)
+    if claude.host is not None:  # another agent CLI: its adapter classified the ending
+        return result.host_ending.as_limit() if result.host_ending is not None else None
     if result.exit_code == 0 and not claude.is_error:
         return None  # it got through: a warning on the way is not a limit
     rejected = claude.rate_limit
@@ -60,8 +62,11 @@ def limit_of(result: ActionResult, slash: bool, now: float) -> LimitHit | None:
     )
 
 
-def wait_record(sc: StepContext, plan: LimitWait, session: str | None) -> LimitWaitRecord:
-    """What the state file keeps of a usage-limit wait (`RunCursor.limit_wait`)."""
+def wait_record(
+    sc: StepContext, plan: LimitWait, session: str | None, host: str | None = None
+) -> LimitWaitRecord:
+    """What the state file keeps of a usage-limit wait (`RunCursor.limit_wait`); `host`:
+    the agent host it waits for (issue 24; None: claude, not written)."""
     hit = plan.hit
     return LimitWaitRecord(
         state=sc.cursor.current_state,
@@ -71,6 +76,7 @@ def wait_record(sc: StepContext, plan: LimitWait, session: str | None) -> LimitW
         resets_at=hit.resets_at,
         limit_type=hit.limit_type,
         session_id=session,
+        host=host,
     )
 
 
@@ -87,6 +93,8 @@ def wait_keys(record: LimitWaitRecord, now: float) -> dict[str, Any]:
         keys["resets_at"] = iso_time(record.resets_at)
     if record.limit_type is not None:
         keys["limit_type"] = record.limit_type
+    if record.host is not None:
+        keys["host"] = record.host
     return keys
 
 

@@ -8,6 +8,9 @@ additions are kept only by a loop with budget keys: `states`, what each state wi
 budget of its own spent over all its visits, and `wrapped_up`, the budgets
 (`[max_cost_usd, max_tokens]`) at which the loop's `on_budget` wrap-up ran, so it runs
 once for them and again only after a resume raised one.
+Issue 24: `hosts` splits the prompt actions' spending by agent host; it is written only
+once more than one host ran them (a one-host run's `spending` stays as it was: the total
+is that host's).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class RunSpending:
     # state name -> {"cost_usd", "tokens"} (input + output), states with a budget only.
     states: dict[str, dict[str, Any]] = field(default_factory=dict)
     wrapped_up: list[float | int | None] | None = None
+    # host -> {"cost_usd", "tokens"}: the prompt actions' spending per agent host.
+    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def tokens(self) -> int:
@@ -49,10 +54,16 @@ class RunSpending:
         return self.cost_usd > 0 or self.tokens > 0 or bool(self.states) or bool(self.wrapped_up)
 
     def add(
-        self, cost_usd: float | None, tokens: Mapping[str, int], *, state: str | None = None
+        self,
+        cost_usd: float | None,
+        tokens: Mapping[str, int],
+        *,
+        state: str | None = None,
+        host: str | None = None,
     ) -> None:
         """Count one call: its cost (None: unknown) and its tokens by kind; also in
-        `state`'s own spending when given (a state with a budget of its own)."""
+        `state`'s own spending when given (a state with a budget of its own), and in the
+        agent `host`'s when given (a prompt action)."""
         if cost_usd is None:
             self.priced = self.priced and not any(tokens.values())
         else:
@@ -63,6 +74,14 @@ class RunSpending:
             own = self.states.setdefault(state, {"cost_usd": 0.0, "tokens": 0})
             own["cost_usd"] = round(float(own["cost_usd"]) + (cost_usd or 0.0), 6)
             own["tokens"] = int(own["tokens"]) + io_tokens(tokens)
+        if host is not None:
+            own = self.hosts.setdefault(host, {"cost_usd": 0.0, "tokens": 0})
+            own["cost_usd"] = round(float(own["cost_usd"]) + (cost_usd or 0.0), 6)
+            own["tokens"] = int(own["tokens"]) + sum(int(n) for n in tokens.values())
+
+    def by_host(self) -> dict[str, dict[str, Any]]:
+        """The spending per host to show: only when more than one host ran."""
+        return dict(self.hosts) if len(self.hosts) > 1 else {}
 
     def state_spent(self, state: str) -> tuple[float, int]:
         """What `state` spent over its visits: dollars, input + output tokens."""
@@ -73,6 +92,7 @@ class RunSpending:
         values = dict(self.__dict__)
         values["states"] = {name: dict(own) for name, own in self.states.items()}
         values["wrapped_up"] = list(self.wrapped_up) if self.wrapped_up is not None else None
+        values["hosts"] = {name: dict(own) for name, own in self.hosts.items()}
         return RunSpending(**values)
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,6 +108,9 @@ class RunSpending:
             out["states"] = {name: dict(own) for name, own in self.states.items()}
         if self.wrapped_up is not None:
             out["wrapped_up"] = list(self.wrapped_up)
+        hosts = self.by_host()
+        if hosts:
+            out["hosts"] = {name: dict(own) for name, own in hosts.items()}
         return out
 
     @classmethod
@@ -96,11 +119,13 @@ class RunSpending:
             return cls()
         tokens = data.get("tokens") or {}
         wrapped = data.get("wrapped_up")
+        hosts = data.get("hosts") or {}
         return cls(
             cost_usd=float(data.get("cost_usd") or 0.0),
             priced=not data.get("unpriced", False),
             states={str(k): dict(v) for k, v in (data.get("states") or {}).items()},
             wrapped_up=list(wrapped) if isinstance(wrapped, list) else None,
+            hosts={str(name): dict(own) for name, own in hosts.items()},
             **{kind: int(tokens.get(kind) or 0) for kind in TOKEN_KINDS},
         )
 

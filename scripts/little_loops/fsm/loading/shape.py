@@ -41,6 +41,7 @@ from little_loops.fsm.loading.value_checks import (
     unchecked,
 )
 from little_loops.fsm.model.findings import ValidationError
+from little_loops.fsm.model.host_choice import unknown_host_message
 from little_loops.fsm.model.loop_vocabulary import (
     ACTION_TYPES,
     CHECKPOINT_KINDS,
@@ -130,6 +131,7 @@ _RATE_LIMIT_CHECKS: dict[str, FieldCheck] = {
     "retries": scalar(check_non_negative_int),
     "continue_session": scalar(check_bool),
     "first_backoff": scalar(check_duration),
+    "max_utilization": scalar(nullable(check_fraction)),
 }
 
 
@@ -184,6 +186,7 @@ _LOOP_CHECKS: dict[str, FieldCheck] = {
     "max_cost_usd": scalar(nullable(check_positive_number)),
     "notify": _optional_string,
     "rate_limit": mapping_of(_RATE_LIMIT_CHECKS),
+    "host": scalar(nullable(unknown_host_message)),
 }
 
 

@@ -133,6 +133,7 @@ _STATE_KEYS = (
     "model",
     "effort",
     "session_mode",
+    "host",
     "append_to_messages",
     "params",
     "type",
@@ -185,6 +186,8 @@ class HeadStateConfig(StateConfig):
     learning: dict[str, Any] | None = None
     # Addition (issue 25): a fan-out of a child loop over items (`parallel:`).
     parallel: ParallelConfig | None = None
+    # Addition (issue 24): the agent host(s) of this prompt state (`model.host_choice`).
+    host: str | list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
