@@ -111,6 +111,18 @@ def usage_limit_reply(resets_at: float, used_percent: float = 100.0) -> Reply:
     return Reply(status=429, body={"error": error}, headers=headers)
 
 
+def rate_limit_reply(retry_after: int = 1) -> Reply:
+    """A 429 rate limit (not a spent plan): codex retries it after `retry-after`."""
+    error = {"type": "requests", "code": "rate_limit_exceeded", "message": "Rate limit reached"}
+    return Reply(status=429, body={"error": error}, headers={"retry-after": str(retry_after)})
+
+
+def insufficient_quota_reply() -> Reply:
+    """The 429 of an API account out of credit: codex stops at once (a usage limit)."""
+    error = {"type": "insufficient_quota", "code": "insufficient_quota", "message": "No credit"}
+    return Reply(status=429, body={"error": error})
+
+
 def server_error_reply(status: int = 500) -> Reply:
     """A server error codex retries (as often as its provider settings allow)."""
     error = {"type": "server_error", "message": "fake internal error"}

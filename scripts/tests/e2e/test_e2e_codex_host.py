@@ -21,7 +21,9 @@ from fake_openai import (
     ResponsesScript,
     Step,
     auth_error_reply,
+    insufficient_quota_reply,
     quota_headers,
+    rate_limit_reply,
     server_error_reply,
     text_reply,
     usage_limit_reply,
@@ -173,6 +175,26 @@ def test_server_error_is_transient_after_codex_retries(codex: Codex) -> None:
         "We\u2019re currently experiencing high demand, which may cause temporary errors.",
     )
     assert len(codex.server.requests) == 2
+
+
+def test_rate_limit_is_transient_after_codex_retries(codex: Codex) -> None:
+    """A 429 rate limit (not a spent plan) codex gave up retrying is transient."""
+    codex.script.steps = [Step("work", reply=rate_limit_reply())]
+    done = codex.run("work please")
+    assert done.ending == HostEnding(
+        "transient", "exceeded retry limit, last status: 429 Too Many Requests"
+    )
+    assert len(codex.server.requests) == 1  # no retries configured
+
+
+def test_account_out_of_credit_is_a_usage_limit(codex: Codex) -> None:
+    """`insufficient_quota`: codex stops at once; a usage limit, its reset unknown."""
+    codex.script.steps = [Step("work", reply=insufficient_quota_reply())]
+    done = codex.run("work please")
+    assert done.ending == HostEnding(
+        "usage_limit", "Quota exceeded. Check your plan and billing details."
+    )
+    assert len(codex.server.requests) == 1
 
 
 def test_rejected_key_is_an_auth_failure(codex: Codex) -> None:
