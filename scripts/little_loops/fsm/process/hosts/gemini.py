@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from little_loops.fsm.model.claude_run import ClaudeRun
 from little_loops.fsm.model.host_ending import HostEnding
-from little_loops.fsm.process.claude_stream import TextSink
 from little_loops.fsm.process.hosts.base import HostCommand
 from little_loops.fsm.process.hosts.gemini_endings import gemini_ending
 from little_loops.fsm.process.hosts.gemini_stream import STREAM_JSON_FLAGS, GeminiStream
+from little_loops.fsm.process.hosts.json_lines import TextSink
 
 __all__ = ["HEADLESS_FLAGS", "GeminiHost"]
 

@@ -10,7 +10,7 @@ are joined first, so a signal cut across two deltas is read whole), and fills a
 `ClaudeRun`. Tool output is never handed on.
 
 The line handling (pieces of lines, overlong lines, plain text passing through, the
-output cap) is `ClaudeStream`'s; only the objects differ.
+output cap) is `JsonLinesStream`'s; only the objects differ.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import json
 from typing import Any
 
 from little_loops.fsm.model.claude_run import ClaudeRun
-from little_loops.fsm.process.claude_stream import ClaudeStream, TextSink
 from little_loops.fsm.process.hosts.gemini_prices import cost_of_stats
+from little_loops.fsm.process.hosts.json_lines import JsonLinesStream, TextSink
 
 __all__ = ["STREAM_JSON_FLAGS", "GeminiStream", "read_stats"]
 
@@ -29,7 +29,7 @@ STREAM_JSON_FLAGS = ("--output-format", "stream-json")
 _TYPES = frozenset({"init", "message", "tool_use", "tool_result", "result", "error"})
 
 
-class GeminiStream(ClaudeStream):
+class GeminiStream(JsonLinesStream):
     """Reads gemini's stdout as it comes; hands on what the agent says; builds `run`.
 
     `run.result_text` is the text of the agent's last turn (after its last tool call) on
