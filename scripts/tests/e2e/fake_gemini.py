@@ -23,10 +23,11 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from types import TracebackType
 from typing import Any
+
+from local_server import LocalServer
 
 FAKE_MODEL = "gemini-2.5-flash"
 CHUNK_CHARS = 16  # text is streamed in pieces this long
@@ -216,23 +217,20 @@ def schema_shaped(schema: Any) -> Any:
     return (schema.get("enum") or ["simple"])[0]
 
 
-class FakeGeminiServer:
-    """A threaded HTTP server on a free 127.0.0.1 port; use it as a context manager."""
+class FakeGeminiServer(LocalServer):
+    """The fake API on a free 127.0.0.1 port; use it as a context manager."""
 
     def __init__(self, log_path: Path | None = None) -> None:
         self.requests: list[Request] = []
         self.log_path = log_path
         self._script = _Script([])
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
+        super().__init__(_handler_for(self))
 
     @property
     def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        """What `GOOGLE_GEMINI_BASE_URL` is set to."""
+        return self.origin
 
     @property
     def rules(self) -> list[GeminiRule]:
@@ -263,20 +261,6 @@ class FakeGeminiServer:
             config = request.body.get("generationConfig", {}) if request.body else {}
             schema = config.get("responseJsonSchema") or config.get("responseSchema")
             return [{"text": json.dumps(schema_shaped(schema))}]
-
-    def __enter__(self) -> FakeGeminiServer:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join()
 
 
 def _handler_for(server: FakeGeminiServer) -> type[BaseHTTPRequestHandler]:

@@ -179,6 +179,15 @@ CLAUDE_CODE = NpmCli(
     override_env="LL_E2E_CLAUDE",
 )
 
+CODEX = NpmCli(
+    name="codex",
+    title="Codex CLI",
+    package="@openai/codex",
+    version_file="codex-version",
+    binary="node_modules/.bin/codex",
+    override_env="LL_E2E_CODEX",
+)
+
 GEMINI_CLI = NpmCli(
     name="gemini-cli",
     title="Gemini CLI",
@@ -188,7 +197,11 @@ GEMINI_CLI = NpmCli(
     override_env="LL_E2E_GEMINI",
 )
 
-KNOWN: dict[str, NpmCli] = {CLAUDE_CODE.name: CLAUDE_CODE, GEMINI_CLI.name: GEMINI_CLI}
+KNOWN: dict[str, NpmCli] = {
+    CLAUDE_CODE.name: CLAUDE_CODE,
+    CODEX.name: CODEX,
+    GEMINI_CLI.name: GEMINI_CLI,
+}
 """Every CLI the tests install, by name (`python3 npm_cli.py NAME`)."""
 
 
