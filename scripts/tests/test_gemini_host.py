@@ -50,9 +50,11 @@ class Sink:
         self.said.append(text)
 
 
-def read_fixture(case: str, *, chunk: int | None = None, cap: int = 10_000) -> GeminiStream:
+def read_fixture(
+    case: str, *, chunk: int | None = None, cap: int = 10_000, resuming: bool = False
+) -> GeminiStream:
     text = (FIXTURES / f"{case}.jsonl").read_text(encoding="utf-8")
-    stream = GeminiStream(Sink(), cap=cap)
+    stream = GeminiStream(Sink(), cap=cap, resuming=resuming)
     pieces = [text] if chunk is None else [text[i : i + chunk] for i in range(0, len(text), chunk)]
     for piece in pieces:
         stream.feed(piece)
@@ -168,6 +170,33 @@ def test_output_over_the_cap_is_cut_behind_the_marker() -> None:
     assert stream.output_with_marker("/logs/out.log") == (marker + tail, True)
 
 
+def test_a_new_session_that_failed_before_any_answer_has_no_session_to_resume() -> None:
+    """gemini rolls a failed first prompt back and then refuses `--resume` ("No previous
+    sessions found for this project."): such a run reports no session, so it is run again
+    afresh. A session that got an answer (a tool call) before the limit, or one that was
+    itself resumed, is kept."""
+    assert read_fixture("daily_quota").run.session_id is None
+    assert read_fixture("daily_quota", resuming=True).run.session_id is not None
+    after_tool = read_fixture("quota_after_tool").run
+    assert after_tool.session_id is not None and after_tool.is_error
+    assert (after_tool.input_tokens, after_tool.output_tokens) == (23, 7)
+
+
+def test_the_adapter_tells_its_stream_when_it_resumes() -> None:
+    host = GeminiHost()
+    host.command("gemini", "go on", resume_session="abc")
+    failed = '{"type":"init","session_id":"abc"}\n{"type":"result","status":"error"}\n'
+    stream = host.stream(None, cap=100)
+    stream.feed(failed)
+    assert stream.run.session_id == "abc"
+    fresh = GeminiHost()
+    fresh.command("gemini", "go")
+    stream = fresh.stream(None, cap=100)
+    stream.feed(failed)
+    assert stream.run.session_id is None
+    assert stream.run.result_text == "gemini failed"
+
+
 # ending()
 
 
@@ -190,7 +219,7 @@ def test_quota_with_a_retry_delay_resets_after_it() -> None:
         "[API Error: You exceeded your current quota, please check your plan and billing "
         "details.\nSuggested retry after 3600s.]\n" + QUOTA_TAIL
     )
-    assert ending == HostEnding("usage_limit", message, NOW + 3600, "quota")
+    assert ending == HostEnding("usage_limit", message, NOW + 3600, "quota", exact_reset=True)
 
 
 def test_server_error_and_overload_are_transient() -> None:

@@ -92,7 +92,8 @@ def _error(
 class GeminiRule:
     """When `match` is in the last user text: answer `text`, run `shell`, or fail with `error`.
 
-    Exactly one of them is given; `closing` answers the turn carrying the shell's result.
+    Exactly one of them is given; `closing` answers the turn carrying the shell's result
+    (`closing_error` fails it instead: a limit hit in the middle of the agent's work).
     `times` limits how often the rule answers (None: always), so a test can fail the first
     request and answer the next.
     """
@@ -102,6 +103,7 @@ class GeminiRule:
     shell: str | None = None
     error: ApiError | None = None
     closing: str = DEFAULT_CLOSING_TEXT
+    closing_error: ApiError | None = None
     times: int | None = None
 
     def __post_init__(self) -> None:
@@ -147,6 +149,8 @@ class _Script:
         """The error to send, or the parts of the model's answer."""
         if any("functionResponse" in part for part in request.last_user_parts()):
             rule = self.calls.pop(0) if self.calls else None
+            if rule is not None and rule.closing_error is not None:
+                return rule.closing_error
             return [{"text": rule.closing if rule else DEFAULT_CLOSING_TEXT}]
         said = request.user_text()
         for index, rule in enumerate(self.rules):

@@ -62,6 +62,15 @@ CASES = (
         "Say hi",
         GeminiRule("Say hi", error=quota_error(retry_delay="3600s")),
     ),
+    GeminiCase(
+        "quota_after_tool",
+        "Run the tool",
+        GeminiRule(
+            "Run the tool",
+            shell="echo step 1 done",
+            closing_error=quota_error(retry_delay="3600s"),
+        ),
+    ),
     GeminiCase("server_error", "Say hi", GeminiRule("Say hi", error=server_error(500))),
     GeminiCase("overloaded", "Say hi", GeminiRule("Say hi", error=server_error(503))),
     GeminiCase("bad_key", "Say hi", GeminiRule("Say hi", error=auth_error())),

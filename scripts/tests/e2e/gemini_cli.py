@@ -62,12 +62,14 @@ def gemini_env(
     extra_path: list[Path] | None = None,
     max_attempts: int = 1,
     api_key: str = FAKE_API_KEY,
+    model: str | None = None,
 ) -> dict[str, str]:
     """Environment for `ll-loop` and the real `gemini` it starts: offline, home in tmp.
 
     `home` holds the CLI's configuration (`GEMINI_CLI_HOME`) and is HOME too; its
     `settings.json` is written here. `TMPDIR` is `home/tmp` (the CLI writes an error
-    report there for each failed API call). `extra_path` goes before PATH.
+    report there for each failed API call). `extra_path` goes before PATH. `model` is
+    the user's own default model (`GEMINI_MODEL`), for runs that pass no `--model`.
     """
     write_settings(home, max_attempts=max_attempts)
     tmp = home / "tmp"
@@ -85,6 +87,8 @@ def gemini_env(
             "TMPDIR": str(tmp),
         }
     )
+    if model is not None:
+        env["GEMINI_MODEL"] = model
     path = env.get("PATH", "/usr/bin:/bin")
     env["PATH"] = os.pathsep.join([*(str(p) for p in extra_path or []), path])
     return env

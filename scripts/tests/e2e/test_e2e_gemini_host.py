@@ -134,6 +134,7 @@ EXPECTED_KINDS = {
     "tool_output_handoff": "success",
     "daily_quota": "usage_limit",
     "quota_retry_after": "usage_limit",
+    "quota_after_tool": "usage_limit",
     "server_error": "transient",
     "overloaded": "transient",
     "bad_key": "auth",
@@ -163,4 +164,4 @@ def test_usage_limit_resets_when_the_quota_says(gemini: Gemini) -> None:
     gemini.server.rules = [GeminiRule("Say hi", error=BY_NAME["quota_retry_after"].rule.error)]
     later = gemini.run("Say hi")
     assert later.ending.resets_at == later.now + 3600
-    assert later.ending.limit_type == "quota"
+    assert (later.ending.limit_type, later.ending.exact_reset) == ("quota", True)

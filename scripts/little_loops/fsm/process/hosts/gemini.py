@@ -22,7 +22,11 @@ HEADLESS_FLAGS = (*STREAM_JSON_FLAGS, "--approval-mode", "yolo", "--skip-trust")
 
 
 class GeminiHost:
-    """Gemini CLI (`@google/gemini-cli`)."""
+    """Gemini CLI (`@google/gemini-cli`).
+
+    One instance serves one run (`hosts.host_named` makes a new one each time): `stream`
+    reads the run that `command` built, and knows whether it resumes a session.
+    """
 
     name = "gemini"
     default_program = "gemini"
@@ -30,6 +34,9 @@ class GeminiHost:
     install_hint = "npm install -g @google/gemini-cli (or set LL_GEMINI_BIN)"
     takes_model = True
     can_resume = True
+
+    def __init__(self) -> None:
+        self._resuming = False
 
     def command(
         self,
@@ -39,12 +46,13 @@ class GeminiHost:
         resume_session: str | None = None,
         model: str | None = None,
     ) -> HostCommand:
+        self._resuming = bool(resume_session)
         resume = ["--resume", resume_session] if resume_session else []
         chosen = ["--model", model] if model else []
         return HostCommand([program, f"--prompt={prompt}", *HEADLESS_FLAGS, *chosen, *resume])
 
     def stream(self, sink: TextSink | None, *, cap: int) -> GeminiStream:
-        return GeminiStream(sink, cap=cap)
+        return GeminiStream(sink, cap=cap, resuming=self._resuming)
 
     def ending(
         self, run: ClaudeRun, *, exit_code: int, output: str, stderr: str, now: float

@@ -12,9 +12,9 @@ What Gemini CLI 0.61 gives (measured against the fake API, `scripts/tests/e2e/fa
   (a quota with a reset delay), `[API Error: The model is overloaded. ...]` (503),
   `[API Error: {"error":{"code":500,...}}]`, `... API key not valid ...` (a bad key).
 
-A spent quota is a usage limit (reset at the delay it names, else at the next Pacific
-midnight for a daily one); a 429 that names no quota, a 5xx and an overload are transient;
-a rejected key is auth.
+A spent quota is a usage limit: reset after the delay it names (an exact reset: the API's
+RetryInfo, to the second), else, for a daily one, at the next Pacific midnight (inferred).
+A 429 that names no quota, a 5xx and an overload are transient; a rejected key is auth.
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ def _quota_ending(message: str, text: str, now: float) -> HostEnding:
     delay = _DELAY.search(text)
     if delay is not None:
         seconds = float(delay["amount"]) / (1000 if delay["unit"] == "ms" else 1)
-        return HostEnding("usage_limit", message, now + seconds, "quota")
+        # The delay is the API's RetryInfo, to the second: as exact as a reset epoch.
+        return HostEnding("usage_limit", message, now + seconds, "quota", exact_reset=True)
     if _QUOTA_DAILY.search(text):
         return HostEnding("usage_limit", message, next_pacific_midnight(now), "daily")
     return HostEnding("transient", message)

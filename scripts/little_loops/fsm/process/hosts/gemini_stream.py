@@ -35,10 +35,17 @@ class GeminiStream(JsonLinesStream):
     `run.result_text` is the text of the agent's last turn (after its last tool call) on
     success, or the CLI's error message when the run failed (`run.is_error`), as `claude`
     gives its final text or error.
+
+    `resuming`: the run continues an earlier session. A *new* session whose first request
+    failed before the model answered anything is dropped by gemini (it rolls the failed
+    prompt back, and `--resume` then says "No previous sessions found for this
+    project."), so such a run reports no session id: it is run again afresh, not resumed.
     """
 
-    def __init__(self, sink: TextSink | None = None, *, cap: int) -> None:
+    def __init__(self, sink: TextSink | None = None, *, cap: int, resuming: bool = False) -> None:
         super().__init__(sink, cap=cap)
+        self._resuming = resuming
+        self._answered = False  # the model said something or called a tool in this run
         self._model: str | None = None
         self._line = ""  # agent text not yet ending with a line break
         self._turn: list[str] = []  # what the agent said since its last tool call
@@ -57,12 +64,14 @@ class GeminiStream(JsonLinesStream):
             return False
         kind = event["type"]
         if kind == "message" and event.get("role") == "assistant":
+            self._answered = True
             self._agent_said(event.get("content"), delta=event.get("delta") is True)
             return True
         self._end_message()
         if kind == "init":
             self._read_init(event)
         elif kind in ("tool_use", "tool_result"):
+            self._answered = True
             self._turn = []
         elif kind == "result":
             self._read_result(event)
@@ -98,6 +107,8 @@ class GeminiStream(JsonLinesStream):
             self.run.result_text = said if said else None
             return
         self.run.is_error = True
+        if not self._resuming and not self._answered:
+            self.run.session_id = None  # gemini kept nothing of it to resume
         error = event.get("error")
         message = error.get("message") if isinstance(error, dict) else None
         self.run.result_text = message if isinstance(message, str) else "gemini failed"
