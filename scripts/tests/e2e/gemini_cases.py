@@ -52,7 +52,7 @@ CASES = (
         "Run the tool",
         GeminiRule(
             "Run the tool",
-            shell="echo 'CONTEXT_HANDOFF: said by the tool'",
+            shell="echo 'CONTEXT_HANDOFF: said by the tool' | tee tool_out.txt",
             closing="The tool ran; all is fine.",
         ),
     ),

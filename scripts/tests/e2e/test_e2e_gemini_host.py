@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_gemini import FakeGeminiServer, GeminiRule
@@ -39,6 +40,8 @@ class GeminiRun:
     said: list[str]
     output: str
     now: float
+    stdout: str
+    exit_code: int
 
 
 @dataclass
@@ -65,7 +68,13 @@ def read_run(stdout: str, stderr: str, exit_code: int) -> GeminiRun:
     output, _ = stream.output_with_marker(None)
     now = time.time()
     ending = host.ending(stream.run, exit_code=exit_code, output=output, stderr=stderr, now=now)
-    return GeminiRun(stream.run, ending, said, output, now)
+    return GeminiRun(stream.run, ending, said, output, now, stdout, exit_code)
+
+
+def recorded(case: str) -> tuple[list[Any], int]:
+    """The shape and exit code `gemini_cases.py` recorded for `case`."""
+    text = (FIXTURES / f"{case}.jsonl").read_text(encoding="utf-8")
+    return shape(text), json.loads(EXIT_CODES.read_text())[case]
 
 
 @pytest.fixture
@@ -78,12 +87,15 @@ def gemini(tmp_path: Path, gemini_bin: Path) -> Iterator[Gemini]:
 
 
 def test_plain_run_gives_text_session_tokens_and_price_table_cost(gemini: Gemini) -> None:
-    """A plain run: the agent's text (deltas joined), its session, tokens, list-price cost."""
-    gemini.server.rules = [GeminiRule("Say the handoff", text="Done.\nCONTEXT_HANDOFF: step 2")]
-    done = gemini.run("Say the handoff line")
+    """A plain run: the agent's text (deltas joined), its session, tokens, list-price cost;
+    the CLI prints what `fixtures/gemini_stream/handoff_text.jsonl` recorded."""
+    case = BY_NAME["handoff_text"]
+    gemini.server.rules = [case.rule]
+    done = gemini.run(case.prompt)
+    assert (shape(done.stdout), done.exit_code) == recorded(case.name)
     assert done.ending == HostEnding("success")
-    assert done.said == ["Done.", "CONTEXT_HANDOFF: step 2"]
-    assert done.output == "Done.\nCONTEXT_HANDOFF: step 2\n"
+    assert done.said == ["Half way there.", "CONTEXT_HANDOFF: continue with step 2"]
+    assert done.output == "Half way there.\nCONTEXT_HANDOFF: continue with step 2\n"
     assert done.run.session_id is not None and len(done.run.session_id) == 36
     assert (done.run.input_tokens, done.run.cache_read_tokens, done.run.output_tokens) == (
         23,
@@ -94,18 +106,19 @@ def test_plain_run_gives_text_session_tokens_and_price_table_cost(gemini: Gemini
     (turn,) = gemini.server.turns()
     assert turn.path == STREAM_PATH
     assert turn.headers["x-goog-api-key"] == FAKE_API_KEY
-    assert turn.user_text().endswith("Say the handoff line")
+    assert turn.user_text().endswith(case.prompt)
 
 
 def test_tool_output_is_not_the_agent_speaking(gemini: Gemini) -> None:
     """The shell tool really runs; its output (with CONTEXT_HANDOFF:) is not handed on."""
-    command = "echo 'CONTEXT_HANDOFF: from the tool' | tee tool_out.txt"
-    gemini.server.rules = [GeminiRule("Run it", shell=command, closing="The tool ran.")]
-    done = gemini.run("Run it")
+    case = BY_NAME["tool_output_handoff"]
+    gemini.server.rules = [case.rule]
+    done = gemini.run(case.prompt)
+    assert (shape(done.stdout), done.exit_code) == recorded(case.name)
     assert done.ending == HostEnding("success")
-    assert (gemini.work / "tool_out.txt").read_text() == "CONTEXT_HANDOFF: from the tool\n"
-    assert done.said == ["The tool ran."]
-    assert done.output == "The tool ran.\n"
+    assert (gemini.work / "tool_out.txt").read_text() == "CONTEXT_HANDOFF: said by the tool\n"
+    assert done.said == ["The tool ran; all is fine."]
+    assert done.output == "The tool ran; all is fine.\n"
 
 
 def test_resume_continues_the_same_session_in_a_new_process(gemini: Gemini) -> None:
@@ -129,39 +142,28 @@ def test_resume_continues_the_same_session_in_a_new_process(gemini: Gemini) -> N
     ]
 
 
-EXPECTED_KINDS = {
-    "handoff_text": "success",
-    "tool_output_handoff": "success",
-    "daily_quota": "usage_limit",
-    "quota_retry_after": "usage_limit",
-    "quota_after_tool": "usage_limit",
-    "server_error": "transient",
-    "overloaded": "transient",
-    "bad_key": "auth",
-}
+ERROR_CASES = ("daily_quota", "quota_retry_after", "quota_after_tool")
+ERROR_CASES += ("server_error", "overloaded", "bad_key")
 
 
-@pytest.mark.parametrize("case", sorted(BY_NAME))
-def test_the_cli_still_prints_what_was_recorded(
+@pytest.mark.parametrize("case", ERROR_CASES)
+def test_errors_print_what_was_recorded_and_end_as_classified(
     case: str, tmp_path: Path, gemini_bin: Path
 ) -> None:
-    """Each recorded case (fixtures/gemini_stream/) run again: same events, same exit code,
-    and the ending the fast tests expect from the recording."""
+    """Each recorded error (fixtures/gemini_stream/) run again: same events, same exit
+    code, and the ending the fast tests expect from the recording, with its reset."""
     finished = run_case(BY_NAME[case], gemini_bin, tmp_path)
-    recorded = (FIXTURES / f"{case}.jsonl").read_text(encoding="utf-8")
-    assert shape(finished.stdout) == shape(recorded)
-    assert finished.returncode == json.loads(EXIT_CODES.read_text())[case]
+    assert (shape(finished.stdout), finished.returncode) == recorded(case)
     done = read_run(finished.stdout, finished.stderr, finished.returncode)
-    assert done.ending.kind == EXPECTED_KINDS[case]
+    kind, resets_at = ERROR_ENDINGS[case](done.now)
+    assert (done.ending.kind, done.ending.resets_at) == (kind, resets_at)
 
 
-def test_usage_limit_resets_when_the_quota_says(gemini: Gemini) -> None:
-    """A daily quota resets at the next Pacific midnight; a quota with a retry delay after it."""
-    gemini.server.rules = [GeminiRule("Say hi", error=BY_NAME["daily_quota"].rule.error)]
-    daily = gemini.run("Say hi")
-    assert daily.ending.kind == "usage_limit"
-    assert daily.ending.resets_at == next_pacific_midnight(daily.now)
-    gemini.server.rules = [GeminiRule("Say hi", error=BY_NAME["quota_retry_after"].rule.error)]
-    later = gemini.run("Say hi")
-    assert later.ending.resets_at == later.now + 3600
-    assert (later.ending.limit_type, later.ending.exact_reset) == ("quota", True)
+ERROR_ENDINGS: dict[str, Callable[[float], tuple[str, float | None]]] = {
+    "daily_quota": lambda now: ("usage_limit", next_pacific_midnight(now)),
+    "quota_retry_after": lambda now: ("usage_limit", now + 3600),
+    "quota_after_tool": lambda now: ("usage_limit", now + 3600),
+    "server_error": lambda now: ("transient", None),
+    "overloaded": lambda now: ("transient", None),
+    "bad_key": lambda now: ("auth", None),
+}
