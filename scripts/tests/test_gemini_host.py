@@ -244,14 +244,23 @@ def test_rejected_key_is_auth() -> None:
     assert ending_of("bad_key") == HostEnding("auth", f"[API Error: {body}]")
 
 
+YOLO = "YOLO mode is enabled. All tool calls will be automatically approved.\n"
+
+
 def test_failures_before_any_stream_are_read_from_stderr() -> None:
-    """Exit 41 (no usable auth method) prints nothing on stdout."""
+    """Exit 41 (no key, or no auth method) prints nothing on stdout: the words come from
+    stderr (as gemini 0.61.0 printed them), without the lines it prints on every run."""
     host = GeminiHost()
-    ending = host.ending(
-        ClaudeRun(), exit_code=41, output="", stderr="Invalid auth method selected.\n", now=NOW
+    no_key = (
+        "When using Gemini API, you must specify the GEMINI_API_KEY environment variable.\n"
+        "Update your environment and try again (no reload needed if using .env)!\n"
     )
+    ending = host.ending(ClaudeRun(), exit_code=41, output="", stderr=YOLO + no_key, now=NOW)
+    assert ending == HostEnding("auth", no_key.strip())
+    no_method = YOLO + "Invalid auth method selected.\n"
+    ending = host.ending(ClaudeRun(), exit_code=41, output="", stderr=no_method, now=NOW)
     assert ending == HostEnding("auth", "Invalid auth method selected.")
-    other = host.ending(ClaudeRun(), exit_code=1, output="", stderr="boom\n", now=NOW)
+    other = host.ending(ClaudeRun(), exit_code=1, output="", stderr=YOLO + "boom\n", now=NOW)
     assert other == HostEnding("other", "boom")
 
 

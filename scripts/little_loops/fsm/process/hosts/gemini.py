@@ -12,7 +12,7 @@ from __future__ import annotations
 from little_loops.fsm.model.claude_run import ClaudeRun
 from little_loops.fsm.model.host_ending import HostEnding
 from little_loops.fsm.process.hosts.base import HostCommand
-from little_loops.fsm.process.hosts.gemini_endings import gemini_ending
+from little_loops.fsm.process.hosts.gemini_endings import gemini_ending, stderr_words
 from little_loops.fsm.process.hosts.gemini_stream import STREAM_JSON_FLAGS, GeminiStream
 from little_loops.fsm.process.hosts.json_lines import TextSink
 
@@ -57,5 +57,6 @@ class GeminiHost:
     def ending(
         self, run: ClaudeRun, *, exit_code: int, output: str, stderr: str, now: float
     ) -> HostEnding:
-        words = run.result_text if run.is_error and run.result_text else output or stderr
+        words = run.result_text if run.is_error and run.result_text else output
+        words = words or stderr_words(stderr)
         return gemini_ending(run, exit_code=exit_code, text=words, now=now)

@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 from little_loops.fsm.model.claude_run import ClaudeRun
 from little_loops.fsm.model.host_ending import HostEnding
 
-__all__ = ["gemini_ending", "http_status_of_exit", "next_pacific_midnight"]
+__all__ = ["gemini_ending", "http_status_of_exit", "next_pacific_midnight", "stderr_words"]
 
 AUTH_EXIT = 41  # FatalAuthenticationError: "Invalid auth method selected." and the like
 _QUOTA_DAILY = re.compile(r"exhausted your daily quota", re.IGNORECASE)
@@ -45,6 +45,14 @@ _AUTH = re.compile(
     re.IGNORECASE,
 )
 _PACIFIC = ZoneInfo("America/Los_Angeles")
+# What gemini writes to stderr on every headless run: not words about how it ended.
+_STDERR_NOISE = (
+    "YOLO mode is enabled.",
+    "Warning: 256-color support not detected.",
+    "Ripgrep is not available.",
+    "[STARTUP] ",
+    "Approval mode overridden",
+)
 _MESSAGE_CHARS = 500
 
 
@@ -80,6 +88,12 @@ def _quota_ending(message: str, text: str, now: float) -> HostEnding:
     if _QUOTA_DAILY.search(text):
         return HostEnding("usage_limit", message, next_pacific_midnight(now), "daily")
     return HostEnding("transient", message)
+
+
+def stderr_words(stderr: str) -> str:
+    """gemini's stderr without the lines it prints on every run (YOLO mode, colours, ...)."""
+    lines = stderr.splitlines()
+    return "\n".join(line for line in lines if not line.startswith(_STDERR_NOISE))
 
 
 def next_pacific_midnight(now: float) -> float:
