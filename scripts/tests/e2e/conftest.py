@@ -18,7 +18,7 @@ from api_script import ApiScript
 from claude_install import ClaudeCodeUnavailable, ensure_claude_code
 from e2e_project import E2EProject
 from fake_anthropic import FakeAnthropicServer
-from npm_cli import CODEX, CliUnavailable, ensure
+from npm_cli import CODEX, GEMINI_CLI, CliUnavailable, ensure
 
 
 @pytest.fixture(scope="session")
@@ -35,6 +35,16 @@ def codex_bin(pytestconfig: pytest.Config) -> Path:
     """The real Codex CLI (pinned in .ci/codex-version), installed on first use."""
     try:
         return ensure(CODEX, lambda line: _say(pytestconfig, line))
+    except CliUnavailable as exc:
+        problem = str(exc)
+    pytest.fail(problem, pytrace=False)  # outside `except`: one line, no exception chain
+
+
+@pytest.fixture(scope="session")
+def gemini_bin(pytestconfig: pytest.Config) -> Path:
+    """The real Gemini CLI (pinned in .ci/gemini-cli-version), installed on first use."""
+    try:
+        return ensure(GEMINI_CLI, lambda line: _say(pytestconfig, line))
     except CliUnavailable as exc:
         problem = str(exc)
     pytest.fail(problem, pytrace=False)  # outside `except`: one line, no exception chain

@@ -188,7 +188,20 @@ CODEX = NpmCli(
     override_env="LL_E2E_CODEX",
 )
 
-KNOWN: dict[str, NpmCli] = {CLAUDE_CODE.name: CLAUDE_CODE, CODEX.name: CODEX}
+GEMINI_CLI = NpmCli(
+    name="gemini-cli",
+    title="Gemini CLI",
+    package="@google/gemini-cli",
+    version_file="gemini-cli-version",
+    binary="node_modules/.bin/gemini",
+    override_env="LL_E2E_GEMINI",
+)
+
+KNOWN: dict[str, NpmCli] = {
+    CLAUDE_CODE.name: CLAUDE_CODE,
+    CODEX.name: CODEX,
+    GEMINI_CLI.name: GEMINI_CLI,
+}
 """Every CLI the tests install, by name (`python3 npm_cli.py NAME`)."""
 
 

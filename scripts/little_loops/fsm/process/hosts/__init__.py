@@ -16,6 +16,7 @@ __all__ = ["AgentHost", "HostCommand", "HostStream", "UnknownHost", "host_named"
 _ADAPTERS = {
     "claude": ("little_loops.fsm.process.hosts.claude", "ClaudeHost"),
     "codex": ("little_loops.fsm.process.hosts.codex", "CodexHost"),
+    "gemini": ("little_loops.fsm.process.hosts.gemini", "GeminiHost"),
 }
 """Host name -> (module, class) of its adapter."""
 
