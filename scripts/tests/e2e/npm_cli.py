@@ -179,7 +179,18 @@ CLAUDE_CODE = NpmCli(
     override_env="LL_E2E_CLAUDE",
 )
 
-KNOWN: dict[str, NpmCli] = {CLAUDE_CODE.name: CLAUDE_CODE}
+OPENCODE = NpmCli(
+    name="opencode",
+    title="OpenCode",
+    package="opencode-ai",
+    version_file="opencode-version",
+    # The platform package's binary itself: `opencode-ai/bin/opencode` is only linked to it
+    # by a postinstall script, which npm may not run.
+    binary="node_modules/opencode-linux-x64/bin/opencode",
+    override_env="LL_E2E_OPENCODE",
+)
+
+KNOWN: dict[str, NpmCli] = {CLAUDE_CODE.name: CLAUDE_CODE, OPENCODE.name: OPENCODE}
 """Every CLI the tests install, by name (`python3 npm_cli.py NAME`)."""
 
 
