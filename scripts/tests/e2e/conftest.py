@@ -18,6 +18,7 @@ from api_script import ApiScript
 from claude_install import ClaudeCodeUnavailable, ensure_claude_code
 from e2e_project import E2EProject
 from fake_anthropic import FakeAnthropicServer
+from npm_cli import OPENCODE, CliUnavailable, ensure
 
 
 @pytest.fixture(scope="session")
@@ -27,6 +28,16 @@ def claude_bin(pytestconfig: pytest.Config) -> Path:
     except ClaudeCodeUnavailable as exc:
         problem = str(exc)
     pytest.fail(problem, pytrace=False)  # outside `except`: one line, no exception chain
+
+
+@pytest.fixture(scope="session")
+def opencode_bin(pytestconfig: pytest.Config) -> Path:
+    """The pinned OpenCode CLI (.ci/opencode-version), installed on first use."""
+    try:
+        return ensure(OPENCODE, lambda line: _say(pytestconfig, line))
+    except CliUnavailable as exc:
+        problem = str(exc)
+    pytest.fail(problem, pytrace=False)
 
 
 def _say(config: pytest.Config, line: str) -> None:

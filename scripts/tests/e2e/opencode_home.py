@@ -57,10 +57,15 @@ def opencode_env(
     base_url: str,
     root: Path,
     opencode_bin: Path,
+    work: Path,
     cost: dict[str, float] | None = None,
     extra_path: list[Path] | None = None,
 ) -> dict[str, str]:
-    """Environment for `ll-loop` and the real `opencode` it starts: offline, all in `root`."""
+    """Environment for `ll-loop` and the real `opencode` it starts: offline, all in `root`.
+
+    `PWD` is set to `work`, the directory the process starts in: opencode takes `$PWD`, not
+    its real working directory, as the project (its bash tool runs there).
+    """
     xdg = {name: root / "xdg" / name.lower() for name in ("CONFIG", "DATA", "CACHE", "STATE")}
     config_dir = xdg["CONFIG"] / "opencode"
     config_dir.mkdir(parents=True, exist_ok=True)
@@ -71,6 +76,7 @@ def opencode_env(
     env.update(_OFFLINE)
     env.update({f"XDG_{name}_HOME": str(path) for name, path in xdg.items()})
     env["HOME"] = str(root / "home")
+    env["PWD"] = str(work)
     env["LL_OPENCODE_BIN"] = str(opencode_bin)
     path = env.get("PATH", "/usr/bin:/bin")
     env["PATH"] = os.pathsep.join([*(str(p) for p in extra_path or []), path])
