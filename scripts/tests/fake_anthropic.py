@@ -27,9 +27,10 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from local_server import LocalServer
 
 MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
@@ -158,7 +159,7 @@ def _pieces(text: str) -> Iterator[str]:
         yield text[start : start + DELTA_CHARS]
 
 
-class FakeAnthropicServer:
+class FakeAnthropicServer(LocalServer):
     """A threaded HTTP server on a free 127.0.0.1 port; use it as a context manager."""
 
     def __init__(self, default_reply: Reply | None = None) -> None:
@@ -167,16 +168,11 @@ class FakeAnthropicServer:
         self.requests: list[RecordedRequest] = []
         self.responder: Callable[[RecordedRequest], Reply] = self._next_reply
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        # A short poll interval keeps shutdown (and so each test's teardown) fast.
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
+        super().__init__(_handler_for(self))
 
     @property
     def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self.origin
 
     def messages_requests(self) -> list[RecordedRequest]:
         """The recorded `POST /v1/messages` requests, in arrival order."""
@@ -195,20 +191,6 @@ class FakeAnthropicServer:
 
     def _next_reply(self, request: RecordedRequest) -> Reply:
         return self.replies.pop(0) if self.replies else self.default_reply
-
-    def __enter__(self) -> FakeAnthropicServer:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join()
 
 
 NOT_FOUND = Reply(error_body("not_found_error", "no such path"), status=404)

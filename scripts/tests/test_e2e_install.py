@@ -57,7 +57,8 @@ def make_repository(root: Path) -> Path:
     for path in (TESTS / "e2e").glob("*.py"):
         if not path.name.startswith("test_"):
             shutil.copy(path, e2e)
-    for name in ("conftest.py", "fake_anthropic.py"):  # the conftest puts tests/ on sys.path
+    # the conftest puts tests/ on sys.path
+    for name in ("conftest.py", "fake_anthropic.py", "local_server.py"):
         shutil.copy(TESTS / name, e2e.parent)
     (e2e / "test_tiny_e2e.py").write_text(TINY_E2E_TEST.replace("{version}", VERSION))
     (root / ".ci").mkdir()

@@ -18,7 +18,7 @@ from api_script import ApiScript
 from claude_install import ClaudeCodeUnavailable, ensure_claude_code
 from e2e_project import E2EProject
 from fake_anthropic import FakeAnthropicServer
-from npm_cli import OPENCODE, CliUnavailable, ensure
+from npm_cli import CODEX, OPENCODE, CliUnavailable, ensure
 
 
 @pytest.fixture(scope="session")
@@ -26,6 +26,16 @@ def claude_bin(pytestconfig: pytest.Config) -> Path:
     try:
         return ensure_claude_code(lambda line: _say(pytestconfig, line))
     except ClaudeCodeUnavailable as exc:
+        problem = str(exc)
+    pytest.fail(problem, pytrace=False)  # outside `except`: one line, no exception chain
+
+
+@pytest.fixture(scope="session")
+def codex_bin(pytestconfig: pytest.Config) -> Path:
+    """The real Codex CLI (pinned in .ci/codex-version), installed on first use."""
+    try:
+        return ensure(CODEX, lambda line: _say(pytestconfig, line))
+    except CliUnavailable as exc:
         problem = str(exc)
     pytest.fail(problem, pytrace=False)  # outside `except`: one line, no exception chain
 

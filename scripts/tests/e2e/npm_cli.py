@@ -179,6 +179,15 @@ CLAUDE_CODE = NpmCli(
     override_env="LL_E2E_CLAUDE",
 )
 
+CODEX = NpmCli(
+    name="codex",
+    title="Codex CLI",
+    package="@openai/codex",
+    version_file="codex-version",
+    binary="node_modules/.bin/codex",
+    override_env="LL_E2E_CODEX",
+)
+
 OPENCODE = NpmCli(
     name="opencode",
     title="OpenCode",
@@ -190,7 +199,7 @@ OPENCODE = NpmCli(
     override_env="LL_E2E_OPENCODE",
 )
 
-KNOWN: dict[str, NpmCli] = {CLAUDE_CODE.name: CLAUDE_CODE, OPENCODE.name: OPENCODE}
+KNOWN: dict[str, NpmCli] = {cli.name: cli for cli in (CLAUDE_CODE, CODEX, OPENCODE)}
 """Every CLI the tests install, by name (`python3 npm_cli.py NAME`)."""
 
 

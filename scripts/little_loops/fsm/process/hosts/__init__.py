@@ -15,6 +15,7 @@ __all__ = ["AgentHost", "HostCommand", "HostStream", "UnknownHost", "host_named"
 
 _ADAPTERS = {
     "claude": ("little_loops.fsm.process.hosts.claude", "ClaudeHost"),
+    "codex": ("little_loops.fsm.process.hosts.codex", "CodexHost"),
     "opencode": ("little_loops.fsm.process.hosts.opencode", "OpenCodeHost"),
 }
 """Host name -> (module, class) of its adapter."""

@@ -25,7 +25,7 @@ from typing import Protocol
 
 from little_loops.fsm.model.claude_run import ClaudeRun
 from little_loops.fsm.model.host_ending import HostEnding
-from little_loops.fsm.process.claude_stream import TextSink
+from little_loops.fsm.process.hosts.json_lines import TextSink
 
 __all__ = ["AgentHost", "HostCommand", "HostStream", "program_of"]
 
