@@ -56,7 +56,7 @@ STATE_KEYS = (
 LOOP_KEYS = (
     "name, initial, states, paradigm, context, scope, max_iterations, backoff, timeout, "
     "maintain, llm, on_handoff, max_continuations, stall_threshold, checkpoint, logs_keep, "
-    "on_stall, progress_paths, max_cost_usd, notify, rate_limit"
+    "on_stall, progress_paths, max_cost_usd, notify, rate_limit, host"
 )
 EVALUATE_KEYS = (
     "type, operator, target, tolerance, pattern, negate, path, prompt, schema, "

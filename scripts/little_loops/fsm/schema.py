@@ -298,6 +298,9 @@ class FSMLoop:
     max_cost_usd: float | None = None
     notify: str | None = None
     rate_limit: RateLimitConfig = field(default_factory=RateLimitConfig)
+    # Addition (issue 24): the agent host(s) of the loop's prompt actions (a state's
+    # `host:` wins; `model.host_choice`).
+    host: str | list[str] | None = None
     # The dialect the loop was read in: "legacy" here (little-loops at aada157e1); a loop
     # read in little-loops' current dialect is a `model.head_loop.HeadLoop`, which says
     # "head". The engine asks this, never the YAML.
@@ -349,6 +352,7 @@ class FSMLoop:
         rate_limit = self.rate_limit.to_dict()
         if rate_limit:
             out["rate_limit"] = rate_limit
+        _put_if_set(out, "host", self.host)
         return out
 
     @classmethod
@@ -378,6 +382,7 @@ class FSMLoop:
             max_cost_usd=data.get("max_cost_usd"),
             notify=data.get("notify"),
             rate_limit=RateLimitConfig.from_dict(data.get("rate_limit") or {}),
+            host=data.get("host"),
         )
 
     def get_all_state_names(self) -> set[str]:

@@ -28,6 +28,7 @@ from little_loops.fsm.engine.head_actions import (
     no_run_verdict,
 )
 from little_loops.fsm.engine.head_capture import head_capture
+from little_loops.fsm.engine.host_step import first_host, on_host
 from little_loops.fsm.engine.requests import RunAction
 from little_loops.fsm.engine.step_result import Step, error_step, log_key
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
@@ -88,7 +89,9 @@ def prepare_action(
     sc.emit("action_start", action=action)
     timeout = _action_timeout(sc, state.timeout or DEFAULT_ACTION_TIMEOUT)
     scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
-    return RunAction(action, timeout, is_slash(state, action), scan, _log_path(sc))
+    slash = is_slash(state, action)
+    request = RunAction(action, timeout, slash, scan, _log_path(sc))
+    return on_host(request, first_host(sc, state)) if slash else request
 
 
 def _prepare_head(
@@ -113,9 +116,10 @@ def _prepare_head(
     scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
     flags = claude_flags(state) if prompt else ()
     idle = idle_seconds(sc.fsm, state)
-    return RunAction(
+    request = RunAction(
         action, timeout, prompt, scan, _log_path(sc), claude_flags=flags, idle_timeout=idle
     )
+    return on_host(request, first_host(sc, state), state.model) if prompt else request
 
 
 def prepare_retry(
@@ -144,6 +148,8 @@ def prepare_retry(
         session,
         claude_flags=first.claude_flags,
         idle_timeout=first.idle_timeout,
+        host=first.host,
+        model=first.model,
     )
 
 
@@ -266,6 +272,8 @@ def claude_keys(result: ActionResult) -> dict[str, Any]:
     if claude is None:
         return {}
     keys: dict[str, Any] = {}
+    if claude.host is not None:
+        keys["host"] = claude.host  # another agent CLI than claude ran it (issue 24)
     if claude.cost_usd is not None:
         keys["cost_usd"] = claude.cost_usd
     tokens = spent_tokens(result)
@@ -325,15 +333,21 @@ def call_runner(
     *,
     claude_flags: tuple[str, ...] = (),
     idle_timeout: float | None = None,
+    host: str | None = None,
+    model: str | None = None,
 ) -> ActionResult:
     """Run `action`; feed the scan from the stream, or from the result when nothing streamed.
 
     `log_path` reaches only runners that set `supports_output_log`, `resume_session`
     only those that set `supports_resume_session` (and only when there is one);
     `claude_flags` and `idle_timeout` (HEAD files) only those that set
-    `supports_head_options`.
+    `supports_head_options`; `host` and `model` (a prompt action on another agent CLI
+    than claude, issue 24) only those that set `supports_hosts`.
     """
     extra: dict[str, Any] = {}
+    if host is not None and getattr(runner, "supports_hosts", False) is True:
+        extra["host"] = host
+        extra["model"] = model
     if resume_session is not None and getattr(runner, "supports_resume_session", False) is True:
         extra["resume_session"] = resume_session
     head_options = getattr(runner, "supports_head_options", False) is True

@@ -43,6 +43,8 @@ def limit_of(result: ActionResult, slash: bool, now: float) -> LimitHit | None:
     claude = result.claude
     if not slash or claude is None:
         return classify_shell_failure(result.exit_code, result.output, now)
+    if claude.host is not None:  # another agent CLI: its adapter classified the ending
+        return result.host_ending.as_limit() if result.host_ending is not None else None
     if result.exit_code == 0 and not claude.is_error:
         return None  # it got through: a warning on the way is not a limit
     rejected = claude.rate_limit

@@ -63,6 +63,11 @@ class RunAction:
     claude_flags: tuple[str, ...] = ()
     idle_timeout: float | None = None
     cwd: Path | None = None  # run it here (a sub-loop's worktree); None: the runner's own
+    # Issue 24: the agent host a prompt action runs on (None: claude, as before hosts) and
+    # the model it is asked for (hosts other than claude; claude gets `--model` in
+    # `claude_flags`), for runners that set `supports_hosts`.
+    host: str | None = None
+    model: str | None = None
 
 
 @dataclass(frozen=True)

@@ -296,6 +296,8 @@ class FSMExecutor:
                     request.resume_session,
                     claude_flags=request.claude_flags,
                     idle_timeout=request.idle_timeout,
+                    host=request.host,
+                    model=request.model,
                 )
         if isinstance(request, EvaluateWithIO):
             return judge(request.state, request.ctx, request.step, request.llm)

@@ -37,6 +37,7 @@ from little_loops.fsm.loading.head_shape import (
     HEAD_STATE_CHECKS,
 )
 from little_loops.fsm.loading.paradigm_schema import with_paradigm_part, without_paradigm_part
+from little_loops.fsm.model.agent_hosts import HOST_ALIASES, HOST_NAMES
 from little_loops.fsm.model.head_parts import (
     HEAD_SESSION_MODES,
     NON_VERDICT_ON_KEYS,
@@ -179,6 +180,12 @@ HEAD_LOOP_SCHEMAS: dict[str, dict[str, Any]] = {
     },
 }
 
+_HOST_NAME = {"type": "string", "enum": [*HOST_NAMES, *HOST_ALIASES]}
+_HOST = {
+    "oneOf": [_HOST_NAME, {"type": "array", "minItems": 1, "items": _HOST_NAME}],
+    "description": "The agent CLI(s) this prompt state runs on (wins over the loop's host).",
+}
+
 # One schema per HEAD state key that the legacy state does not have (or has otherwise).
 HEAD_STATE_SCHEMAS: dict[str, dict[str, Any]] = {
     "action_type": _enum(HEAD_ACTION_TYPES),
@@ -208,6 +215,7 @@ HEAD_STATE_SCHEMAS: dict[str, dict[str, Any]] = {
     "tools": _STRINGS,
     "model": _opt("string"),
     "effort": _opt("string"),
+    "host": _HOST,
     "session_mode": _enum(HEAD_SESSION_MODES),
     "append_to_messages": _opt("string", pattern=r"\$\{"),
     "params": _opt("object"),

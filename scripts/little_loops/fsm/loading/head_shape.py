@@ -52,6 +52,7 @@ from little_loops.fsm.loading.value_checks import (
 )
 from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
 from little_loops.fsm.model.head_parts import HEAD_SESSION_MODES
+from little_loops.fsm.model.host_choice import unknown_host_message
 from little_loops.fsm.model.loop_vocabulary import (
     HEAD_ACTION_TYPES,
     HEAD_EVALUATOR_TYPES,
@@ -252,6 +253,7 @@ HEAD_STATE_CHECKS: dict[str, FieldCheck] = {
     "tools": check_string_list,
     "model": _optional_string,
     "effort": _optional_string,
+    "host": scalar(nullable(unknown_host_message)),
     "session_mode": _enum("session_mode", HEAD_SESSION_MODES),
     "append_to_messages": scalar(nullable(_check_contains_template)),
     "params": scalar(nullable(check_mapping)),

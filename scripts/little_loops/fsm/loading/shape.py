@@ -39,6 +39,7 @@ from little_loops.fsm.loading.value_checks import (
     unchecked,
 )
 from little_loops.fsm.model.findings import ValidationError
+from little_loops.fsm.model.host_choice import unknown_host_message
 from little_loops.fsm.model.loop_vocabulary import (
     ACTION_TYPES,
     CHECKPOINT_KINDS,
@@ -167,6 +168,7 @@ _LOOP_CHECKS: dict[str, FieldCheck] = {
     "max_cost_usd": scalar(nullable(check_positive_number)),
     "notify": _optional_string,
     "rate_limit": mapping_of(_RATE_LIMIT_CHECKS),
+    "host": scalar(nullable(unknown_host_message)),
 }
 
 

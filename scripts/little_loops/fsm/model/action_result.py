@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from little_loops.fsm.model.claude_run import ClaudeRun
+from little_loops.fsm.model.host_ending import HostEnding
 
 __all__ = ["ActionResult"]
 
@@ -39,3 +40,6 @@ class ActionResult:
     cancelled: bool = False
     claude: ClaudeRun | None = None
     timeout_kind: str | None = None
+    # How the agent CLI of a prompt action ended, as its host adapter classified it
+    # (`process.hosts`); None for shell actions and actions cut off by a timeout or cancel.
+    host_ending: HostEnding | None = None

@@ -43,6 +43,7 @@ class ClaudeRun:
     retries: int = 0  # system/api_retry lines seen
     last_retry_error: str | None = None  # their `error` (rate_limit|overloaded|...)
     rate_limit: RateLimitInfo | None = None  # the last rejected one, else the last one seen
+    host: str | None = None  # the agent host that ran (None: claude, as before hosts)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields that are set, JSON-able; `result_text` left out (it is the

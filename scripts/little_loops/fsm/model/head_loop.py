@@ -129,6 +129,7 @@ _STATE_KEYS = (
     "model",
     "effort",
     "session_mode",
+    "host",
     "append_to_messages",
     "params",
     "type",
@@ -179,6 +180,8 @@ class HeadStateConfig(StateConfig):
     params: dict[str, Any] | None = None
     type: str | None = None
     learning: dict[str, Any] | None = None
+    # Addition (issue 24): the agent host(s) of this prompt state (`model.host_choice`).
+    host: str | list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()

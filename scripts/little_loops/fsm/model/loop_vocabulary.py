@@ -90,6 +90,7 @@ LEGACY_LOOP_KEYS = (
     "max_cost_usd",
     "notify",
     "rate_limit",
+    "host",
 )
 LEGACY_STATE_KEYS = (
     "action",

@@ -34,12 +34,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from little_loops.fsm.model.action_result import ActionResult as ActionResult
+from little_loops.fsm.model.agent_hosts import DEFAULT_HOST
+from little_loops.fsm.model.claude_run import ClaudeRun
 from little_loops.fsm.model.slash_commands import is_slash_command as is_slash_command
 from little_loops.fsm.process import reference_seams
 from little_loops.fsm.process.background_groups import BackgroundGroups, group_exists
 from little_loops.fsm.process.claude_refusal import CLAUDE_NOT_FOUND as CLAUDE_NOT_FOUND
 from little_loops.fsm.process.claude_refusal import claude_not_found, claude_refusal
-from little_loops.fsm.process.claude_stream import STREAM_JSON_FLAGS, ClaudeStream
+from little_loops.fsm.process.claude_stream import STREAM_JSON_FLAGS
+from little_loops.fsm.process.hosts import AgentHost, HostStream, host_named, program_of
+from little_loops.fsm.process.hosts.missing import host_not_found
 from little_loops.fsm.process.idle_watch import IdleWatch
 from little_loops.fsm.process.output_files import SpareFiles, truncation_marker
 from little_loops.fsm.process.output_streams import (
@@ -251,6 +255,7 @@ class DefaultActionRunner:
     supports_output_log = True
     supports_resume_session = True
     supports_head_options = True
+    supports_hosts = True
 
     def __init__(
         self,
@@ -288,6 +293,8 @@ class DefaultActionRunner:
         resume_session: str | None = None,
         claude_flags: tuple[str, ...] = (),
         idle_timeout: float | None = None,
+        host: str | None = None,
+        model: str | None = None,
     ) -> ActionResult:
         """Run `action` for at most `timeout` seconds; never raises for expected failures.
 
@@ -301,7 +308,8 @@ class DefaultActionRunner:
         the action has printed something to it (see `output_files.PendingLog`).
         `claude_flags` go on a slash command's claude command line; `idle_timeout` stops
         an action that writes nothing for that many seconds (exit 124, `timeout_kind`
-        `idle`).
+        `idle`). `host` names the agent CLI a slash command runs on (`process.hosts`;
+        None: claude), `model` the model it is asked for.
         """
         if reference_seams.subprocess_run_replaced():  # a test double of the reference's seam
             ran = reference_seams.run_as_reference(
@@ -309,11 +317,14 @@ class DefaultActionRunner:
             )
             return ActionResult(*ran)
         started = time.monotonic()
-        argv = self._argv(action, is_slash_command, resume_session, claude_flags)
+        agent = host_named(host or DEFAULT_HOST) if is_slash_command else None
+        argv, env = self._command(
+            agent, action, is_slash_command, resume_session, claude_flags, model
+        )
         try:
-            running = self._start(argv, log_path)
+            running = self._start(argv, log_path, env)
         except (OSError, ValueError) as exc:
-            message = _start_failure_message(argv[0], exc, is_slash_command)
+            message = _start_failure_message(argv[0], exc, is_slash_command, agent)
             return ActionResult(
                 output="",
                 stderr=message,
@@ -328,11 +339,14 @@ class DefaultActionRunner:
             running.notice = self.on_group_running
             running.notice_at = started + self.group_notice_seconds
             readers = OutputReaders(on_line, on_text)
-            claude = ClaudeStream(readers, cap=self.output_cap) if is_slash_command else None
-            if claude is not None:  # claude's lines go through it, always followed
+            claude = agent.stream(readers, cap=self.output_cap) if agent is not None else None
+            if claude is not None:  # the agent's lines go through it, always followed
                 readers = OutputReaders(on_text=claude.feed)
             running.idle = IdleWatch(idle_timeout) if idle_timeout else None
-            return self._supervise(running, started, timeout, readers, claude)
+            result = self._supervise(running, started, timeout, readers, claude, agent)
+            if agent is not None and claude is not None:
+                _note_host_ending(result, agent, claude.run)
+            return result
         except BaseException:
             # Ctrl-C or a raising line callback: never leave the action running behind us.
             running.signal_group(signal.SIGKILL)
@@ -362,6 +376,24 @@ class DefaultActionRunner:
         running.cancelled = True
         running.signal_group(signal.SIGTERM)
 
+    def _command(
+        self,
+        agent: AgentHost | None,
+        action: str,
+        is_slash_command: bool,
+        resume_session: str | None,
+        claude_flags: tuple[str, ...],
+        model: str | None,
+    ) -> tuple[list[str], dict[str, str] | None]:
+        """The argv and the environment (None: ours) of the action's process."""
+        if agent is None or agent.name == DEFAULT_HOST:
+            return self._argv(action, is_slash_command, resume_session, claude_flags), None
+        program = program_of(agent)
+        chosen = model if agent.takes_model else None
+        command = agent.command(program, action, resume_session=resume_session, model=chosen)
+        env = {**os.environ, **command.env} if command.env else None
+        return command.argv, env
+
     def _argv(
         self,
         action: str,
@@ -384,7 +416,9 @@ class DefaultActionRunner:
     def _claude_bin(self) -> str:
         return self.claude_bin or os.environ.get(CLAUDE_BIN_ENV) or "claude"
 
-    def _start(self, argv: list[str], log_path: Path | None) -> _RunningAction:
+    def _start(
+        self, argv: list[str], log_path: Path | None, env: dict[str, str] | None = None
+    ) -> _RunningAction:
         stdout = StdoutFile(log_path, self._spare_logs)
         try:
             process = subprocess.Popen(
@@ -395,6 +429,7 @@ class DefaultActionRunner:
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 cwd=self.cwd,
+                env=env,
             )
         except BaseException:
             stdout.close()
@@ -415,7 +450,8 @@ class DefaultActionRunner:
         started: float,
         timeout: float,
         readers: OutputReaders,
-        claude: ClaudeStream | None,
+        claude: HostStream | None,
+        agent: AgentHost | None = None,
     ) -> ActionResult:
         idle = running.idle
         outcome = running.wait(started + timeout, readers, idle)
@@ -438,7 +474,7 @@ class DefaultActionRunner:
             message = f"Action idle for {idle.seconds:g}s (no output)"
             _mark_interrupted(result, TIMEOUT_EXIT_CODE, message)
             result.timeout_kind = "idle"
-        elif claude is not None:
+        elif claude is not None and (agent is None or agent.name == DEFAULT_HOST):
             _explain_claude_refusal(result)
         return result
 
@@ -449,7 +485,7 @@ class DefaultActionRunner:
         self.background.adopt(group, running.stdout, running.stderr)
 
     def _result(
-        self, running: _RunningAction, followed: bool, claude: ClaudeStream | None
+        self, running: _RunningAction, followed: bool, claude: HostStream | None
     ) -> ActionResult:
         log_path = str(running.stdout.log_path) if running.stdout.log_path else None
         if claude is not None:
@@ -524,7 +560,36 @@ def _mark_interrupted(result: ActionResult, exit_code: int, message: str) -> Non
     result.error = message
 
 
-def _start_failure_message(program: str, exc: OSError | ValueError, is_slash_command: bool) -> str:
+def _note_host_ending(result: ActionResult, agent: AgentHost, run: ClaudeRun) -> None:
+    """Keep how the agent CLI ended (`HostEnding`) on `result`; another host than claude
+    also names itself on its run record (`ClaudeRun.host`) and in its error."""
+    if agent.name != DEFAULT_HOST:
+        run.host = agent.name
+    if result.timed_out or result.cancelled:
+        return  # cut off by us: the CLI did not end on its own
+    ending = agent.ending(
+        run,
+        exit_code=result.exit_code,
+        output=result.output,
+        stderr=result.stderr,
+        now=time.time(),
+    )
+    result.host_ending = ending
+    refused = ending.kind == "auth" or (ending.kind == "other" and not result.output.strip())
+    if agent.name != DEFAULT_HOST and refused and result.error is None:
+        # As for claude (`claude_refusal`): the state gets the `error` verdict with the
+        # CLI's own words, never a judgement as if the model had answered.
+        result.error = f"{agent.name} exited with code {result.exit_code}: {ending.message}"
+
+
+def _start_failure_message(
+    program: str,
+    exc: OSError | ValueError,
+    is_slash_command: bool,
+    agent: AgentHost | None = None,
+) -> str:
+    if agent is not None and agent.name != DEFAULT_HOST and isinstance(exc, FileNotFoundError):
+        return host_not_found(agent, program)
     if is_slash_command and isinstance(exc, FileNotFoundError):
         return claude_not_found(program)
     if isinstance(exc, FileNotFoundError):

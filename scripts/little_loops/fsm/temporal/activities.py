@@ -138,6 +138,8 @@ async def run_action(request: ActionInput) -> ActionOutput:
             resume_session=request.resume_session,
             claude_flags=tuple(request.claude_flags),
             idle_timeout=request.idle_timeout,
+            host=request.host,
+            model=request.model,
         )
     )
     try:

@@ -147,6 +147,10 @@ class ActionInput:
     idle_timeout: float | None = None
     # A `worktree:` sub-loop's action runs in its worktree (None: in the checkout).
     cwd: str | None = None
+    # Issue 24: the agent host of a prompt action (None: claude) and its model, run with
+    # the same adapters (`process.hosts`) on the worker's host.
+    host: str | None = None
+    model: str | None = None
 
 
 @dataclass

@@ -357,6 +357,8 @@ class LoopWorkflow:
             claude_flags=list(request.claude_flags),
             idle_timeout=request.idle_timeout,
             cwd=str(request.cwd) if request.cwd is not None else None,
+            host=request.host,
+            model=request.model,
             logs_keep=self._logs_keep(),
             logs_in_use=_logs_in_use(core.cursor),
         )
