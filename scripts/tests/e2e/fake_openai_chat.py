@@ -17,12 +17,12 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from fake_anthropic import RecordedRequest
+from local_server import LocalServer
 
 CHAT_PATH = "/v1/chat/completions"
 FAKE_MODEL = "gpt-fake"
@@ -166,24 +166,20 @@ def _chunk(choices: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-class FakeChatServer:
-    """A threaded HTTP server on a free 127.0.0.1 port; use it as a context manager."""
+class FakeChatServer(LocalServer):
+    """The fake on a free 127.0.0.1 port; use it as a context manager."""
 
     def __init__(self, script: ChatScript, log: Path | None = None) -> None:
+        super().__init__(_handler_for(self))
         self.script = script
         self.log = log
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
 
     @property
     def base_url(self) -> str:
         """What a client's `baseURL` is (with `/v1`)."""
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        return f"{self.origin}/v1"
 
     def chat_requests(self) -> list[RecordedRequest]:
         with self._lock:
@@ -205,20 +201,6 @@ class FakeChatServer:
         line = {"path": request.path, "model": model, "said": user_text(request.body)}
         with self.log.open("a", encoding="utf-8") as out:
             out.write(json.dumps({**line, "status": status}) + "\n")
-
-    def __enter__(self) -> FakeChatServer:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join()
 
 
 def _handler_for(server: FakeChatServer) -> type[BaseHTTPRequestHandler]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,8 @@ from little_loops.fsm.process.hosts.opencode_stream import OpenCodeStream
 
 CAP = 64 * 1024
 RUN_SECONDS = 90
+LOG_SECONDS = 3  # for opencode to log the failed request before it is stopped
+Stop = Callable[[], bool]
 
 
 @dataclass
@@ -58,22 +61,25 @@ class OpenCode:
             base_url=server.base_url, root=root, opencode_bin=binary, work=self.work, cost=cost
         )
 
-    def run(self, prompt: str, *, session: str | None = None, timeout: float = RUN_SECONDS) -> Ran:
+    def run(self, prompt: str, *, session: str | None = None, stop: Stop | None = None) -> Ran:
+        """Run opencode to its end (or, with `stop`, until `stop()` says so: then kill it
+        as the runner's wall clock would, exit 124) and read it through the adapter."""
         host = host_named("opencode")
         command = host.command(str(self.binary), prompt, resume_session=session)
-        try:
-            done = subprocess.run(
-                command.argv,
-                cwd=self.work,
-                env={**self.env, **(command.env or {})},
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-            )
-            stdout, stderr, code = done.stdout, done.stderr, done.returncode
-        except subprocess.TimeoutExpired as stopped:
-            stdout, stderr, code = _text(stopped.stdout), _text(stopped.stderr), 124
+        process = subprocess.Popen(
+            command.argv,
+            cwd=self.work,
+            env={**self.env, **(command.env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        stopped = stop is not None and _wait_for(stop, process)
+        if stopped:
+            process.kill()
+        stdout, stderr = process.communicate(timeout=RUN_SECONDS)
+        code = 124 if stopped else process.returncode
         said: list[str] = []
         stream = host.stream(_Said(said), cap=CAP)
         stream.feed(stdout)
@@ -82,6 +88,16 @@ class OpenCode:
         ending = host.ending(stream.run, exit_code=code, output=output, stderr=stderr, now=0.0)
         assert isinstance(stream, OpenCodeStream)
         return Ran(stream, "".join(said), ending)
+
+
+def _wait_for(stop: Stop, process: subprocess.Popen[str]) -> bool:
+    """Whether `stop()` came true (within RUN_SECONDS) while the process ran."""
+    deadline = time.monotonic() + RUN_SECONDS
+    while time.monotonic() < deadline and process.poll() is None:
+        if stop():
+            return True
+        time.sleep(0.1)
+    return False
 
 
 class _Said:
@@ -93,10 +109,6 @@ class _Said:
 
     def piece(self, text: str) -> None:
         self.into.append(text)
-
-
-def _text(value: bytes | str | None) -> str:
-    return value.decode() if isinstance(value, bytes) else value or ""
 
 
 @pytest.fixture
@@ -210,6 +222,14 @@ def test_usage_limit_while_sleeping_on_retry_after(
     limit.headers.pop("retry-after-ms")
     limit.headers["retry-after"] = "3600"
     with FakeChatServer(ChatScript([ChatRule("Say", error=limit)]), log) as server:
-        ran = OpenCode(tmp_path, server, opencode_bin).run("Say hello", timeout=20)
+        asked: list[float] = []
+
+        def a_while_after_the_request() -> bool:
+            if not asked and server.chat_requests():
+                asked.append(time.monotonic())
+            return bool(asked) and time.monotonic() > asked[0] + LOG_SECONDS
+
+        opencode = OpenCode(tmp_path, server, opencode_bin)
+        ran = opencode.run("Say hello", stop=a_while_after_the_request)
     assert ran.ending == HostEnding("usage_limit", "You've hit your usage limit. Try again later.")
     assert [entry["status"] for entry in logged(log)] == [429]

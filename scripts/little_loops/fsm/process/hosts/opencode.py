@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from little_loops.fsm.model.claude_run import ClaudeRun
 from little_loops.fsm.model.host_ending import HostEnding
-from little_loops.fsm.process.claude_stream import TextSink
 from little_loops.fsm.process.hosts.base import HostCommand
+from little_loops.fsm.process.hosts.json_lines import TextSink
 from little_loops.fsm.process.hosts.opencode_errors import (
     is_auth_failure,
     is_usage_limit,

@@ -9,8 +9,8 @@ output: never handed on, so a file read that holds `CONTEXT_HANDOFF:` is not a h
 what the agent says) and, when the API call failed after opencode's own retries, `error`
 (`error.name`, `error.data {message, statusCode, responseHeaders, responseBody}`).
 
-`OpenCodeStream` is `ClaudeStream` with opencode's objects: the same chunking, bounded
-tail and plain-text pass-through; `run.result_text` is the text of the agent's last
+`OpenCodeStream` reads opencode's objects on `JsonLinesStream` (chunking, bounded tail,
+plain-text pass-through); `run.result_text` is the text of the agent's last
 message (what `claude -p` prints as its result), or the error's message.
 """
 
@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from little_loops.fsm.model.claude_run import ClaudeRun, RateLimitInfo
-from little_loops.fsm.process.claude_stream import ClaudeStream, TextSink
+from little_loops.fsm.process.hosts.json_lines import JsonLinesStream, TextSink, as_lines
 from little_loops.fsm.process.hosts.opencode_errors import error_reset_at, limit_name
 
 __all__ = ["OpenCodeStream"]
@@ -28,7 +28,7 @@ __all__ = ["OpenCodeStream"]
 _TYPES = frozenset({"step_start", "text", "tool_use", "step_finish", "reasoning", "error"})
 
 
-class OpenCodeStream(ClaudeStream):
+class OpenCodeStream(JsonLinesStream):
     """Reads opencode's stdout as it comes; hands on what the agent says; builds `run`."""
 
     def __init__(self, sink: TextSink | None = None, *, cap: int) -> None:
@@ -61,8 +61,7 @@ class OpenCodeStream(ClaudeStream):
         text = part.get("text")
         if not isinstance(text, str) or not text:
             return
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-        self._hand_on(text if text.endswith("\n") else text + "\n", whole=True)
+        self._hand_on(as_lines(text), whole=True)
         message_id = part.get("messageID")
         if message_id != self._message_id:
             self._message_id, self._last_message = message_id, []
