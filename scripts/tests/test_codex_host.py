@@ -16,6 +16,7 @@ from little_loops.fsm.model.host_ending import HostEnding
 from little_loops.fsm.process.hosts import host_named
 from little_loops.fsm.process.hosts.codex import CodexHost
 from little_loops.fsm.process.hosts.codex_limits import kind_of_error, reset_from_message
+from little_loops.fsm.process.hosts.codex_rollout import read_last_turn
 from little_loops.fsm.process.hosts.codex_stream import CodexStream
 from little_loops.fsm.process.hosts.openai_prices import openai_cost
 from little_loops.fsm.process.output_streams import OutputReaders
@@ -140,6 +141,16 @@ def test_resumed_turn_counts_its_own_tokens(codex_home: Path) -> None:
     assert (run.input_tokens, run.cache_read_tokens, run.output_tokens) == (23, 100, 7)
     assert run.cost_usd is None  # gpt-fake has no price
     assert run.rate_limit is None  # the resumed turn's answer carried no quota headers
+
+
+@pytest.mark.parametrize("tail_bytes", [200, 3000, 10**6])
+def test_last_turn_is_read_from_the_files_end(tmp_path: Path, tail_bytes: int) -> None:
+    """A long rollout is read from its end (the whole file only when the last turn began
+    before the window): the same last turn whatever the window."""
+    path = put_rollout(tmp_path, PLAIN_THREAD, fixture("rollout_plain"))
+    turn = read_last_turn(path, tail_bytes=tail_bytes)
+    assert (turn.model, turn.quota, turn.error_info) == ("gpt-fake", None, None)
+    assert turn.usage is not None and turn.usage["input_tokens"] == 123
 
 
 def test_quota_use_becomes_the_runs_rate_limit(codex_home: Path) -> None:

@@ -177,6 +177,7 @@ def test_allowed_key_lists_follow_the_dataclasses() -> None:
         "retries",
         "continue_session",
         "first_backoff",
+        "max_utilization",
     ]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from little_loops.cli import orphans
 from little_loops.cli.error_list import error_lines
 from little_loops.cli.exit_codes import FAILED, OK
+from little_loops.cli.host_text import host_lines
 from little_loops.cli.liveness import Owner, describe_status, owner_of, process_alive
 from little_loops.cli.loop_catalog import LoopEntry, catalog
 from little_loops.cli.output import NO_PROMPT, Logger, write_line
@@ -191,6 +192,7 @@ def status_lines(
     spent = spending_line(state.spending)
     if spent is not None:
         lines.append(spent)
+    lines += host_lines((state.head or {}).get("hosts"), datetime.now(UTC).timestamp())
     if state.max_cost_usd is not None:
         lines.append(f"Budget: {format_cost(state.max_cost_usd)} (--max-cost)")
     if state.status == "awaiting_continuation" and not state.continuation_prompt:

@@ -206,6 +206,8 @@ class ProgressDisplay:
         # Ends the line opened by `state_enter` (on a terminal: once the action ends, so
         # that its time can be shown on it meanwhile).
         text = f" -> {shorten(one_line(event.get('action', '')), ACTION_WIDTH)}"
+        if event.get("host"):  # issue 24: a prompt action on another agent CLI than claude
+            text += f" (on {event['host']})"
         if not self._line_open:  # the action again (after a backoff or a usage-limit wait)
             self._open_line(self._header)
         if not self.live:
@@ -331,6 +333,22 @@ class ProgressDisplay:
         write_line(f"{self._indent}{one_line(event.get('message', ''))}")
         write_line(f"{self._indent}waiting for the usage limit to reset {when}")
 
+    def _host_switch(self, event: dict[str, Any]) -> None:
+        self._finish_line()
+        self.activity.stop()
+        write_line(f"{self._indent}{one_line(event.get('message', ''))}")
+        write_line(
+            f"{self._indent}moving {event.get('state', '?')} from {event.get('from', '?')} "
+            f"to {event.get('to', '?')}"
+        )
+
+    def _host_return(self, event: dict[str, Any]) -> None:
+        self._finish_line()
+        write_line(
+            f"{self._indent}back on {event.get('host', '?')} (its limit has reset; "
+            f"was on {event.get('from', '?')})"
+        )
+
     def _limit_wait_end(self, event: dict[str, Any]) -> None:
         self._finish_line()
         waited = event.get("waited_seconds")
@@ -420,6 +438,8 @@ _HANDLERS = {
     "backoff": ProgressDisplay._backoff,
     "limit_wait": ProgressDisplay._limit_wait,
     "limit_wait_end": ProgressDisplay._limit_wait_end,
+    "host_switch": ProgressDisplay._host_switch,
+    "host_return": ProgressDisplay._host_return,
     "rate_limit_backoff": ProgressDisplay._rate_limit_backoff,
     "rate_limit_waiting": ProgressDisplay._rate_limit_waiting,
     "rate_limit_exhausted": ProgressDisplay._rate_limit_exhausted,

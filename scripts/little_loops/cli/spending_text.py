@@ -19,7 +19,16 @@ def spent_text(spending: Mapping[str, Any] | None) -> str:
     spent = RunSpending.from_dict(spending)
     if not spent.anything:
         return ""
-    return f", {format_cost(spent.cost_usd)}, {format_tokens(spent.tokens)}"
+    return f", {format_cost(spent.cost_usd)}, {format_tokens(spent.tokens)}{_per_host(spent)}"
+
+
+def _per_host(spent: RunSpending) -> str:
+    """` (claude $0.0100, codex $0.0200)` when more than claude ran prompts (issue 24)."""
+    hosts = spent.by_host()
+    if not hosts:
+        return ""
+    parts = [f"{name} {format_cost(float(own['cost_usd']))}" for name, own in hosts.items()]
+    return f" ({', '.join(parts)})"
 
 
 def spending_line(spending: Mapping[str, Any] | None) -> str | None:
@@ -41,7 +50,17 @@ def spending_line(spending: Mapping[str, Any] | None) -> str | None:
     ]
     unpriced = "" if spent.priced else ", some not priced"
     detail = f"{format_tokens(spent.tokens)}: {', '.join(parts)}{unpriced}"
-    return f"Spent: {format_cost(spent.cost_usd)} ({detail})"
+    return f"Spent: {format_cost(spent.cost_usd)} ({detail}){_host_detail(spent)}"
+
+
+def _host_detail(spent: RunSpending) -> str:
+    """`; by host: claude $0.01 (1.2k tokens), codex ...` (issue 24; '' for claude only)."""
+    hosts = spent.by_host()
+    parts = [
+        f"{name} {format_cost(float(own['cost_usd']))} ({format_tokens(int(own['tokens']))})"
+        for name, own in hosts.items()
+    ]
+    return f"; by host: {', '.join(parts)}" if parts else ""
 
 
 def cost_of_event(event: Mapping[str, Any]) -> float | None:

@@ -101,6 +101,8 @@ def _action_under_way(
         elif kind == "action_start":
             text = event.get("action")
             action = text if isinstance(text, str) else None
+            if action is not None and event.get("host"):  # issue 24: its agent host
+                action = f"{action} (on {event['host']})"
     return action, iteration
 
 

@@ -241,6 +241,9 @@ class RateLimitConfig:
     retries: int = DEFAULT_LIMIT_RETRIES
     continue_session: bool = True
     first_backoff: float = DEFAULT_LIMIT_FIRST_BACKOFF
+    # Addition (issue 24, pacing): a host whose reported quota use is at or past this
+    # share (0..1) starts no new action until its window resets (None: no pacing).
+    max_utilization: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -252,6 +255,7 @@ class RateLimitConfig:
             out["continue_session"] = self.continue_session
         if self.first_backoff != DEFAULT_LIMIT_FIRST_BACKOFF:
             out["first_backoff"] = self.first_backoff
+        _put_if_set(out, "max_utilization", self.max_utilization)
         return out
 
     @classmethod
@@ -261,6 +265,7 @@ class RateLimitConfig:
             retries=data.get("retries", DEFAULT_LIMIT_RETRIES),
             continue_session=data.get("continue_session", True),
             first_backoff=parse_duration(data.get("first_backoff", DEFAULT_LIMIT_FIRST_BACKOFF)),
+            max_utilization=data.get("max_utilization"),
         )
 
 

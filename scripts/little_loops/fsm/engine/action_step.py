@@ -28,7 +28,7 @@ from little_loops.fsm.engine.head_actions import (
     no_run_verdict,
 )
 from little_loops.fsm.engine.head_capture import head_capture
-from little_loops.fsm.engine.host_step import first_host, on_host
+from little_loops.fsm.engine.host_step import first_host, on_host, on_host_keys
 from little_loops.fsm.engine.requests import RunAction
 from little_loops.fsm.engine.step_result import Step, error_step, log_key
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
@@ -86,10 +86,11 @@ def prepare_action(
         action = _action_text(sc, state, ctx)
     except InterpolationError as exc:
         return error_step(f"Cannot interpolate action: {exc}")
-    sc.emit("action_start", action=action)
+    slash = is_slash(state, action)
+    host = on_host_keys(first_host(sc, state)) if slash else {}
+    sc.emit("action_start", action=action, **host)
     timeout = _action_timeout(sc, state.timeout or DEFAULT_ACTION_TIMEOUT)
     scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
-    slash = is_slash(state, action)
     request = RunAction(action, timeout, slash, scan, _log_path(sc))
     return on_host(request, first_host(sc, state)) if slash else request
 
@@ -111,7 +112,8 @@ def _prepare_head(
     prompt = is_prompt_mode(state, action)
     if prompt:
         action = continued_prompt(sc.fsm, state, sc.cursor.head, action)
-    sc.emit("action_start", action=action)
+    host = on_host_keys(first_host(sc, state)) if prompt else {}
+    sc.emit("action_start", action=action, **host)
     timeout = _action_timeout(sc, action_limit(sc.fsm, state, prompt))
     scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
     flags = claude_flags(state) if prompt else ()
@@ -135,7 +137,7 @@ def prepare_retry(
     `action` (the same text, or a prompt to continue claude's `session`), a fresh scan
     and timeout, and a log of its own (the earlier runs' logs stay as their
     `action_complete` events name them)."""
-    sc.emit("action_start", action=action)
+    sc.emit("action_start", action=action, **on_host_keys(first.host))
     timeout = _action_timeout(sc, _limit(sc, state, first.slash))
     scan = sc.signal_detector.scan() if sc.signal_detector is not None else None
     log_path = retry_log_path(first.log_path, retry) if first.log_path is not None else None

@@ -121,6 +121,9 @@ class StepContext:
     handoff_handler: HandoffHandler | None = None
     output_callback: Callable[[str], None] | None = None
     log_dir: Path | None = None
+    # Issue 24: the agent host the core picked for this state's prompt action (failover,
+    # pacing); None: the first of the state's hosts.
+    host: str | None = None
 
     def interpolation(self) -> InterpolationContext:
         """What `${...}` in this state's templates sees, as of now.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,14 @@ from little_loops.fsm.engine.head_rate_limits import (
 )
 from little_loops.fsm.engine.head_routing import HeadRoute
 from little_loops.fsm.engine.head_routing_step import move_head
+from little_loops.fsm.engine.host_failover import Blocked, session_of
+from little_loops.fsm.engine.host_step import (
+    choose_host,
+    fail_over,
+    moved_prompt,
+    note_ran,
+    rehosted,
+)
 from little_loops.fsm.engine.limit_policy import (
     LimitBackoff,
     LimitGiveUp,
@@ -105,6 +114,7 @@ from little_loops.fsm.engine.throttle import count_action_run, keep_visit_count
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.model.action_result import ActionResult
+from little_loops.fsm.model.agent_hosts import DEFAULT_HOST
 from little_loops.fsm.model.head_loop import HeadLoop, HeadStateConfig
 from little_loops.fsm.model.limit_hit import LimitHit
 from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
@@ -122,6 +132,17 @@ USAGE_LIMITED = "usage_limited"
 # What the core's generator yields, and what it is sent back.
 _Steps = Generator[Request, Any, None]
 _Sub = Generator[Request, Any, Ending | None]
+
+
+@dataclass(frozen=True)
+class _Moved:
+    """What a limit left of an action (`RunCore._fail_over`): its request's host, the
+    limit to meet, the session to continue, and its run on another host (None: none)."""
+
+    first: RunAction
+    hit: LimitHit
+    session: str | None
+    request: RunAction | None = None
 
 
 class RunCore:
@@ -480,14 +501,21 @@ class RunCore:
         while True:
             result: ActionResult = yield request
             self._spend(result)
+            note_ran(sc, state, request, result)
             hit = None if self.shutdown_requested else limit_of(result, request.slash, self._now())
             if hit is None:
                 if limits is not None and not self.shutdown_requested:  # it got through
                     note_through(self.cursor.head.rate_limit, self.cursor.current_state)
                 return complete_action(sc, state, request, result)
+            moved = self._fail_over(sc, state, (first, request), result, hit, retries + 1)
+            first, hit, own_session = moved.first, moved.hit, moved.session
+            if moved.request is not None:  # issue 24: on the next host of the state's list
+                retries += 1
+                request = moved.request
+                continue
             if limits is not None and hit.kind in LADDER_KINDS:
                 self._emit("action_complete", limit=hit.kind, **completed_keys(result))
-                waited = yield from self._head_ladder(sc, limits, hit, result)
+                waited = yield from self._head_ladder(sc, limits, hit, own_session)
                 if isinstance(waited, Ending | HeadRoute):
                     return waited
                 retries += 1
@@ -503,14 +531,15 @@ class RunCore:
             if plan is None:
                 return complete_action(sc, state, request, result)
             self._emit("action_complete", limit=hit.kind, **completed_keys(result))
-            session = result.claude.session_id if result.claude is not None else None
+            session = own_session or None
             if isinstance(plan, LimitGiveUp):
                 if plan.until is not None:  # resume waits for it, or gives up again
-                    self.cursor.limit_wait = wait_record(sc, LimitWait(plan.until, hit), session)
+                    waited_plan = LimitWait(plan.until, hit)
+                    self.cursor.limit_wait = wait_record(sc, waited_plan, session, first.host)
                 return Ending(USAGE_LIMITED, plan.message)
             if isinstance(plan, LimitWait):
                 usage_waits += 1
-                record = wait_record(sc, plan, session)
+                record = wait_record(sc, plan, session, first.host)
                 self.cursor.limit_wait = record
                 if not (yield from self._wait_for_limit(record)):
                     return Ending("signal")
@@ -533,6 +562,7 @@ class RunCore:
         what is left of the wait a stopped run was in (ours or HEAD's ladder), its run
         again; else the step or ending that comes instead."""
         saved, name = self.cursor.limit_wait, self.cursor.current_state
+        sc.host = None
         if saved is not None and saved.get("state") == name:
             give_up = saved_wait_plan(saved, self.fsm.rate_limit, now=self._now())
             if give_up is not None:
@@ -540,6 +570,7 @@ class RunCore:
             if not (yield from self._wait_for_limit(saved)):
                 return Ending("signal")
             session = saved.get("session_id")
+            sc.host = saved.get("host")  # the host it waited for (issue 24)
         elif limits is not None and "until" in self.cursor.head.rate_limit.get(name, {}):
             self.cursor.limit_wait = None
             resumed = yield from self._resume_head_wait(sc, limits)
@@ -548,12 +579,66 @@ class RunCore:
             session = resumed or None
         else:
             self.cursor.limit_wait = None  # a wait of a state the run has left
+            waited = yield from self._pick_host(sc, state)
+            if waited is not None:
+                return waited
             prepared = prepare_action(sc, state, ctx)
             return (prepared, prepared) if isinstance(prepared, RunAction) else prepared
         first = prepare_action(sc, state, ctx)
         if not isinstance(first, RunAction):
             return first
         return first, self._retry(sc, state, first, session, retry=1)
+
+    def _fail_over(
+        self,
+        sc: StepContext,
+        state: StateConfig,
+        requests: tuple[RunAction, RunAction],
+        result: ActionResult,
+        hit: LimitHit,
+        retry: int,
+    ) -> _Moved:
+        """Issue 24 after a limit: a usage limit on a host of a list moves the state to
+        the next free host (`request`: its run there, the same prompt and a note), or, all
+        limited, to the earliest to be free (its limit and session to wait for). Otherwise
+        the limit is met as before: `first`, `hit` and the run's own session unchanged."""
+        first, request = requests
+        # The session to continue after a wait ("" for a claude run that had none).
+        own = (result.claude.session_id or "") if result.claude is not None else None
+        usage_limit = request.slash and hit.kind == "usage_limit"
+        moved = fail_over(sc, state, request, result, hit, self._now()) if usage_limit else None
+        if isinstance(moved, Blocked):
+            session = session_of(self.cursor.head.hosts, moved.host, sc.cursor.current_state)
+            return _Moved(rehosted(first, state, moved.host), moved.hit, session)
+        if moved is None:
+            return _Moved(first, hit, own)
+        self._emit("action_complete", limit=hit.kind, **completed_keys(result))
+        first = rehosted(first, state, moved)
+        action = moved_prompt(first, request, result)
+        switched = prepare_retry(sc, state, first, action=action, session=None, retry=retry)
+        return _Moved(first, hit, None, switched)
+
+    def _pick_host(
+        self, sc: StepContext, state: StateConfig
+    ) -> Generator[Request, Any, Ending | None]:
+        """Issue 24: the host a fresh prompt action runs on (`sc.host`); when no host of its
+        list is free (limited, or paced out), first wait for the earliest to be free (or
+        end `usage_limited` when that is beyond `rate_limit.max_wait`)."""
+        choice = choose_host(sc, state, self._now())
+        if not isinstance(choice, Blocked):
+            sc.host = choice
+            return None
+        plan = plan_after_limit(
+            choice.hit, self.fsm.rate_limit, backoffs=0, usage_waits=0, now=self._now()
+        )
+        if isinstance(plan, LimitGiveUp):
+            return Ending(USAGE_LIMITED, plan.message)
+        assert isinstance(plan, LimitWait)  # a usage limit always has a wait or gives up
+        record = wait_record(sc, LimitWait(max(plan.until, choice.until), choice.hit), None)
+        if not (yield from self._wait_for_limit(record)):
+            return Ending("signal")
+        sc.host = choice.host
+        return None
 
     # -- HEAD's rate-limit ladder (§7.6) ---------------------------------------------------
 
@@ -569,7 +654,7 @@ class RunCore:
         return self.cursor.head.rate_limit.setdefault(self.cursor.current_state, {})
 
     def _head_ladder(
-        self, sc: StepContext, limits: HeadLimits, hit: LimitHit, result: ActionResult
+        self, sc: StepContext, limits: HeadLimits, hit: LimitHit, own_session: str | None
     ) -> Generator[Request, Any, str | Ending | HeadRoute]:
         """Wait in place as HEAD's ladder says: the claude session to continue afterwards
         ("" for none), or how the state ends when the budget is spent or a stop came."""
@@ -580,8 +665,8 @@ class RunCore:
         key = f"{plan.tier}_retries"
         entry[key] = int(entry.get(key, 0)) + 1
         session = ""
-        if hit.kind == "usage_limit" and result.claude is not None:
-            session = result.claude.session_id or ""
+        if hit.kind == "usage_limit" and own_session is not None:
+            session = own_session
             entry["session_id"] = session
         waited = yield from wait_in_place(
             sc, limits, entry, plan, now=self._now, stopped=lambda: self.shutdown_requested
@@ -650,8 +735,9 @@ class RunCore:
 
     def _spend(self, result: ActionResult) -> None:
         claude = result.claude
-        if claude is not None:
-            self.cursor.spending.add(claude.cost_usd, spent_tokens(result))
+        if claude is not None:  # a prompt action: counted for its host too (issue 24)
+            host = claude.host or DEFAULT_HOST
+            self.cursor.spending.add(claude.cost_usd, spent_tokens(result), host=host)
 
     def _spend_judgement(self, judgement: Judgement | tuple[str, dict[str, Any]] | None) -> None:
         """What an LLM evaluation cost (its `Judgement.spending`; a driver may submit a

@@ -35,6 +35,7 @@ class HeadMemory:
     - `rate_limit`: per state, the HEAD rate-limit ladder's memory (§7.6).
     - `sub_loops`: the sub-loops under way, outermost first (§9b).
     - `run_dir`: the run's directory (`${context.run_dir}`), kept across resume.
+    - `hosts`: issue 24's failover and pacing memory (any dialect, `host_failover`).
     """
 
     previous_state: str | None = None
@@ -51,6 +52,9 @@ class HeadMemory:
     rate_limit: dict[str, dict[str, Any]] = field(default_factory=dict)
     sub_loops: list[dict[str, Any]] = field(default_factory=list)
     run_dir: str | None = None
+    # Addition (issue 24, both dialects): the agent hosts' limits, quota use and sessions
+    # (`engine.host_failover`); empty unless a run fails over between hosts or paces.
+    hosts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def anything(self) -> bool:

@@ -61,8 +61,11 @@ def limit_of(result: ActionResult, slash: bool, now: float) -> LimitHit | None:
     )
 
 
-def wait_record(sc: StepContext, plan: LimitWait, session: str | None) -> dict[str, Any]:
-    """What the state file keeps of a usage-limit wait (`RunCursor.limit_wait`)."""
+def wait_record(
+    sc: StepContext, plan: LimitWait, session: str | None, host: str | None = None
+) -> dict[str, Any]:
+    """What the state file keeps of a usage-limit wait (`RunCursor.limit_wait`); `host`:
+    the agent host it waits for (issue 24; None: claude, not written)."""
     hit = plan.hit
     record: dict[str, Any] = {
         "state": sc.cursor.current_state,
@@ -76,6 +79,8 @@ def wait_record(sc: StepContext, plan: LimitWait, session: str | None) -> dict[s
         record["limit_type"] = hit.limit_type
     if session is not None:
         record["session_id"] = session
+    if host is not None:
+        record["host"] = host
     return record
 
 
@@ -92,6 +97,8 @@ def wait_keys(record: dict[str, Any], now: float) -> dict[str, Any]:
         keys["resets_at"] = iso_time(record["resets_at"])
     if "limit_type" in record:
         keys["limit_type"] = record["limit_type"]
+    if "host" in record:
+        keys["host"] = record["host"]
     return keys
 
 

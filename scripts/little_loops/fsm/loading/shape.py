@@ -121,6 +121,7 @@ _RATE_LIMIT_CHECKS: dict[str, FieldCheck] = {
     "retries": scalar(check_non_negative_int),
     "continue_session": scalar(check_bool),
     "first_backoff": scalar(check_duration),
+    "max_utilization": scalar(nullable(check_fraction)),
 }
 
 

@@ -3,7 +3,8 @@
 A run calls its notify command (`notify:` in the loop file, or `--notify CMD`) when it
 ends or needs someone: the end of the run as saved (`completed`, `failed`, `handoff`,
 `stalled`, `interrupted`, `max_iterations`, `budget_exhausted`, `usage_limited`), and the
-start and end of a usage-limit wait (`limit_wait_started`, `limit_wait_ended`). Each call
+start and end of a usage-limit wait (`limit_wait_started`, `limit_wait_ended`), and a
+state moving to the next agent host of its list (`host_switch`, issue 24). Each call
 gets `LL_LOOP`, `LL_EVENT`, `LL_STATUS` (the state file's status then), `LL_MESSAGE` (one
 readable line) and `LL_STATE_FILE` in its environment. The end is told only once its
 state is saved, so a command reading `LL_STATE_FILE` sees how the run ended. Starting,
@@ -45,6 +46,7 @@ NOTIFY_EVENTS = (
     "max_iterations",
     "limit_wait_started",
     "limit_wait_ended",
+    "host_switch",
 )
 """Every `LL_EVENT` a notify command can get."""
 
@@ -124,6 +126,9 @@ def limit_notification(event: dict[str, Any], *, today: date | None = None) -> N
         state = event.get("state")
         again = f"; running state '{state}' again" if state else ""
         return Notification("limit_wait_ended", "running", f"waited {waited}{again}")
+    if kind == "host_switch":  # issue 24: a state moved to the next agent host
+        moved = f"{event.get('state')}: {event.get('from')} -> {event.get('to')}"
+        return Notification("host_switch", "running", f"{moved} ({event.get('message', '')})")
     return None
 
 

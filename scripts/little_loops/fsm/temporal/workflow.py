@@ -147,6 +147,10 @@ or committing lets that activity finish instead of cancelling it."""
 NOTIFIED_EVENTS = frozenset({"limit_wait", "limit_wait_end"})
 """Events told as they happen (the end of the run is told once its outcome is set)."""
 
+HOST_SWITCH = "host_switch"  # = engine.host_failover.HOST_SWITCH
+HOST_SWITCH_NOTIFY = "ll-host-switch-notify"
+"""The patch under which a `host_switch` event is told to the notify command."""
+
 
 class WorkflowClock:
     """The core's clocks, read from workflow time (deterministic on replay)."""
@@ -704,9 +708,9 @@ class LoopWorkflow:
     ) -> None:
         """Tell the notify command on the host, when the loop has one (and the run reached
         this code after the upgrade that brought it: `NOTIFY`). `event`: a usage-limit
-        wait's; without it, the end or pause that `state` describes. The calls go out one
-        after the other, in order, each after the last one's command ended: each finds
-        `LL_STATE_FILE` as it was when it was told."""
+        wait's, or a `host_switch`; without it, the end or pause that `state` describes.
+        The calls go out one after the other, in order, each after the last one's command
+        ended: each finds `LL_STATE_FILE` as it was when it was told."""
         command = self._fsm.notify
         if not command or not workflow.patched(NOTIFY):
             return
@@ -762,8 +766,13 @@ class LoopWorkflow:
         if self._core is not None:
             self._elapsed_ms = self._core.elapsed_ms()
         self._keep_event(event)
-        if kind in NOTIFIED_EVENTS:  # with the state as it stands now, as locally
-            self._notify(event=event, state=self.status())
+        if kind in NOTIFIED_EVENTS or self._host_switch_told(kind):
+            self._notify(event=event, state=self.status())  # the state as it stands now
+
+    @staticmethod
+    def _host_switch_told(kind: object) -> bool:
+        """Issue 24: a `host_switch` is told too (histories before it never had one)."""
+        return kind == HOST_SWITCH and workflow.patched(HOST_SWITCH_NOTIFY)
 
     def _keep_held_completion(self) -> None:
         """A run stopped as it was to continue as new ends here: its completion counts."""

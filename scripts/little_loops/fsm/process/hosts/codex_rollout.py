@@ -18,7 +18,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from little_loops.fsm.model.claude_run import RateLimitInfo
 
@@ -28,6 +28,7 @@ _WANTED = ('"task_started"', '"token_usage_record"', '"turn_context"', '"token_c
 _WANTED_END = '"task_complete"'
 _HEAD_CHARS = 160  # an entry's kind is named this early in its line
 _WINDOW_NAMES = {300: "five_hour", 10080: "seven_day"}
+TAIL_BYTES = 4 * 1024 * 1024
 
 
 @dataclass
@@ -55,18 +56,35 @@ def find_rollout(home: Path, thread_id: str) -> Path | None:
     return found[-1] if found else None
 
 
-def read_last_turn(path: Path) -> RolloutTurn:
-    """The last turn recorded in the rollout file at `path` (empty when unreadable)."""
-    turn = RolloutTurn()
+def read_last_turn(path: Path, tail_bytes: int = TAIL_BYTES) -> RolloutTurn:
+    """The last turn recorded in the rollout file at `path` (empty when unreadable).
+
+    A session resumed many times makes a long file: its last `tail_bytes` are read first,
+    and the whole file only when the last turn started before them."""
     try:
-        with path.open(encoding="utf-8", errors="replace") as lines:
-            for line in lines:
-                entry = _wanted_entry(line)
-                if entry is not None:
-                    turn = _take(turn, entry)
+        with path.open("rb") as data:
+            start = max(0, data.seek(0, os.SEEK_END) - tail_bytes)
+            data.seek(start)
+            if start:
+                data.readline()  # the rest of a line cut by the window
+            turn, started = _read_turns(data)
+            if started or not start:
+                return turn
+            data.seek(0)
+            return _read_turns(data)[0]
     except OSError:
         return RolloutTurn()
-    return turn
+
+
+def _read_turns(data: BinaryIO) -> tuple[RolloutTurn, bool]:
+    """The last turn in the lines of `data`, and whether its start was among them."""
+    turn, started = RolloutTurn(), False
+    for raw in data:
+        entry = _wanted_entry(raw.decode("utf-8", "replace"))
+        if entry is not None:
+            turn = _take(turn, entry)
+            started = started or _kind(entry) == "task_started"
+    return turn, started
 
 
 def _wanted_entry(line: str) -> dict[str, Any] | None:
@@ -83,7 +101,7 @@ def _wanted_entry(line: str) -> dict[str, Any] | None:
 
 def _take(turn: RolloutTurn, entry: dict[str, Any]) -> RolloutTurn:
     payload = entry["payload"]
-    kind = payload.get("type") if entry["type"] == "event_msg" else entry["type"]
+    kind = _kind(entry)
     if kind == "task_started":
         return RolloutTurn(model=turn.model)  # a new turn: what came before is not its
     if kind == "turn_context" and isinstance(payload.get("model"), str):
@@ -97,6 +115,11 @@ def _take(turn: RolloutTurn, entry: dict[str, Any]) -> RolloutTurn:
         message = payload["error"].get("message")
         turn.error_message = message if isinstance(message, str) else None
     return turn
+
+
+def _kind(entry: dict[str, Any]) -> Any:
+    """An entry's kind: an event's own type, else the entry's (`turn_context`, ...)."""
+    return entry["payload"].get("type") if entry["type"] == "event_msg" else entry["type"]
 
 
 def _take_quota(turn: RolloutTurn, limits: Any) -> None:
