@@ -123,11 +123,11 @@ def test_a_prompt_state_runs_on_opencode(tmp_path: Path, opencode_bin: Path, log
         "Running loop: oc\n"
         "Max steps: 5\n"
         "\n"
-        f"[1/5] work -> {WORK}\n"
+        f"[1/5] work -> {WORK} (on opencode)\n"
         "       ✓ yes\n"
         "       -> done (Ns, $C)\n"
         "\n"
-        "Loop completed: done (1 iteration, Ns, $C, N tokens)\n",
+        "Loop completed: done (1 iteration, Ns, $C, N tokens (opencode $C))\n",
         "",
     )
     [complete] = [e for e in project.events() if e["event"] == "action_complete"]
@@ -162,15 +162,15 @@ def test_a_handoff_continues_in_a_fresh_opencode_session(
         "Running loop: oc\n"
         "Max steps: 5\n"
         "\n"
-        f"[1/5] work -> {WORK}\n"
+        f"[1/5] work -> {WORK} (on opencode)\n"
         "       ✗ no\n"
         "       handoff: Continue with module B\n"
         "       continuing in a fresh process (continuation 1)\n"
-        f"[2/5] work -> {WORK} Continue with module B\n"
+        f"[2/5] work -> {WORK} Continue with module B (on opencode)\n"
         "       ✓ yes\n"
         "       -> done (Ns, $C)\n"
         "\n"
-        "Loop completed: done (2 iterations, Ns, $C, N tokens)\n",
+        "Loop completed: done (2 iterations, Ns, $C, N tokens (opencode $C))\n",
         "",
     )
     assert len(seen) == 2 and seen[0] != seen[1]
@@ -248,7 +248,12 @@ def test_a_missing_opencode_says_how_to_install_it(tmp_path: Path, log: Path) ->
     )
     assert (done.returncode, normalize(done.stdout), normalize(done.stderr)) == (
         1,
-        f"Running loop: oc\nMax steps: 5\n\n[1/5] work -> {WORK}\n       ✗ error - {said}\n\n",
+        "Running loop: oc\n"
+        "Max steps: 5\n"
+        "\n"
+        f"[1/5] work -> {WORK} (on opencode)\n"
+        f"       ✗ error - {said}\n"
+        "\n",
         f"Loop failed: work (1 iteration, Ns) - {said}\n",
     )
     assert not log.exists()
