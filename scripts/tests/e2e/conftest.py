@@ -18,7 +18,7 @@ from api_script import ApiScript
 from claude_install import ClaudeCodeUnavailable, ensure_claude_code
 from e2e_project import E2EProject
 from fake_anthropic import FakeAnthropicServer
-from npm_cli import CODEX, OPENCODE, CliUnavailable, ensure
+from npm_cli import CODEX, OPENCODE, QWEN_CODE, CliUnavailable, ensure
 
 
 @pytest.fixture(scope="session")
@@ -45,6 +45,16 @@ def opencode_bin(pytestconfig: pytest.Config) -> Path:
     """The pinned OpenCode CLI (.ci/opencode-version), installed on first use."""
     try:
         return ensure(OPENCODE, lambda line: _say(pytestconfig, line))
+    except CliUnavailable as exc:
+        problem = str(exc)
+    pytest.fail(problem, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def qwen_bin(pytestconfig: pytest.Config) -> Path:
+    """The pinned Qwen Code CLI (.ci/qwen-code-version), installed on first use."""
+    try:
+        return ensure(QWEN_CODE, lambda line: _say(pytestconfig, line))
     except CliUnavailable as exc:
         problem = str(exc)
     pytest.fail(problem, pytrace=False)

@@ -199,7 +199,16 @@ OPENCODE = NpmCli(
     override_env="LL_E2E_OPENCODE",
 )
 
-KNOWN: dict[str, NpmCli] = {cli.name: cli for cli in (CLAUDE_CODE, CODEX, OPENCODE)}
+QWEN_CODE = NpmCli(
+    name="qwen-code",
+    title="Qwen Code",
+    package="@qwen-code/qwen-code",
+    version_file="qwen-code-version",
+    binary="node_modules/.bin/qwen",
+    override_env="LL_E2E_QWEN",
+)
+
+KNOWN: dict[str, NpmCli] = {cli.name: cli for cli in (CLAUDE_CODE, CODEX, OPENCODE, QWEN_CODE)}
 """Every CLI the tests install, by name (`python3 npm_cli.py NAME`)."""
 
 
