@@ -30,6 +30,7 @@ from opencode_home import opencode_env
 from little_loops.fsm.model.host_ending import HostEnding
 from little_loops.fsm.process.hosts import host_named
 from little_loops.fsm.process.hosts.opencode_stream import OpenCodeStream
+from little_loops.fsm.process.runner import DefaultActionRunner
 
 CAP = 64 * 1024
 RUN_SECONDS = 90
@@ -233,3 +234,25 @@ def test_usage_limit_while_sleeping_on_retry_after(
         ran = opencode.run("Say hello", stop=a_while_after_the_request)
     assert ran.ending == HostEnding("usage_limit", "You've hit your usage limit. Try again later.")
     assert [entry["status"] for entry in logged(log)] == [429]
+
+
+def test_the_runner_runs_opencode_in_its_working_directory(
+    tmp_path: Path, opencode_bin: Path, log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenCode takes its project from `$PWD`: a runner whose actions run in another
+    directory than its own (a Temporal worker in a checkout, a worktree sub-loop) must
+    tell it, or its tools work in the runner's directory."""
+    script = ChatScript([ChatRule("Write it", bash="echo made > made.txt", closing="Made.")])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with FakeChatServer(script, log) as server:
+        opencode = OpenCode(tmp_path, server, opencode_bin)
+        for name, value in {**opencode.env, "PWD": str(elsewhere)}.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.chdir(elsewhere)
+        result = DefaultActionRunner(cwd=opencode.work).run(
+            "Write it", RUN_SECONDS, True, host="opencode"
+        )
+    assert (result.exit_code, result.output) == (0, "Made.\n")
+    assert (opencode.work / "made.txt").read_text() == "made\n"
+    assert list(elsewhere.iterdir()) == []
