@@ -108,3 +108,84 @@ def test_claude_limited_fails_over_to_codex_and_returns_after_the_reset(
     state = project.state("pair")
     assert state["head"]["hosts"]["last"] == "claude"
     assert set(state["spending"]["hosts"]) == {"claude", "codex"}
+
+
+PACED_LOOP = """\
+name: paced
+initial: a
+host: [claude, codex]
+rate_limit:
+  max_utilization: 0.8
+states:
+  a:
+    action: /work part a
+    next: b
+  b:
+    action: /work part b
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def near_the_limit(resets_at: int) -> dict[str, str]:
+    """The headers of an answer at 90% of a subscriber's five-hour window: claude reports
+    them in its `rate_limit_event` (`allowed_warning`, `utilization: 0.9`)."""
+    return {
+        "anthropic-ratelimit-unified-status": "allowed_warning",
+        "anthropic-ratelimit-unified-reset": str(resets_at),
+        "anthropic-ratelimit-unified-representative-claim": "five_hour",
+        "anthropic-ratelimit-unified-5h-status": "allowed_warning",
+        "anthropic-ratelimit-unified-5h-utilization": "0.9",
+        "anthropic-ratelimit-unified-5h-reset": str(resets_at),
+        "anthropic-ratelimit-unified-5h-surpassed-threshold": "0.75",
+    }
+
+
+def test_claude_past_max_utilization_starts_no_new_action(
+    project: E2EProject,
+    fake_api: FakeAnthropicServer,
+    codex_api: FakeResponsesServer,
+    codex_bin: Path,
+    tmp_path: Path,
+) -> None:
+    """Issue 24 item 4: claude's own quota report (90% used) paces it: the next state
+    runs on codex (`host_switch`, reason `max_utilization`); `status` shows the quota."""
+    resets_at = int(time.time()) + 3000
+    seen: list[RecordedRequest] = []
+
+    def answer(request: RecordedRequest) -> Reply:
+        seen.append(request)
+        return Reply(text_message("A done."), headers=near_the_limit(resets_at))
+
+    fake_api.responder = answer
+    project.write_command("work", WORK)
+    project.write_loop("paced", PACED_LOOP)
+    home = tmp_path / "codexhome"
+    write_config(home, codex_api.base_url)
+    env = claude_env(
+        base_url=project.base_url,
+        home=project.home,
+        claude_bin=project.claude_bin,
+        extra_path=[VENV_BIN],
+        subscriber=True,
+    )
+    env.update({"CODEX_HOME": str(home), FAKE_KEY_ENV: FAKE_KEY, "LL_CODEX_BIN": str(codex_bin)})
+
+    done = project.ll_loop("run", "paced", env=env, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(seen) == 1 and len(codex_api.requests) == 1
+    assert user_text(codex_api.requests[0]) == "/work part b"
+    switch = [e for e in project.events("paced") if e["event"] == "host_switch"]
+    assert [(e["state"], e["from"], e["to"], e["reason"], e["message"]) for e in switch] == [
+        (
+            "b",
+            "claude",
+            "codex",
+            "max_utilization",
+            "claude: quota use 90% is past rate_limit.max_utilization 80%",
+        )
+    ]
+    status = project.ll_loop("status", "paced", env=env).stdout
+    quota = [line for line in status.splitlines() if line.startswith("Host quota: ")]
+    assert len(quota) == 1 and quota[0].startswith("Host quota: claude at 90%, resets at ")

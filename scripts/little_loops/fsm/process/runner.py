@@ -110,6 +110,9 @@ class _RunningAction:
         # HEAD's idle timeout (kill after this much silence); on the action, not an
         # argument of `_supervise`, whose signature code outside overrides.
         self.idle: IdleWatch | None = None
+        # Issue 24: the agent host of a slash command (None: a shell action); on the action
+        # too, for the same reason. Only claude's refusals are explained (`claude_refusal`).
+        self.agent: AgentHost | None = None
         self.exited_at: float | None = None
         self.stderr_reads = 0  # times stderr had something (the idle timeout watches it)
         self._behind = False  # the last follow stopped with lines still unread
@@ -343,7 +346,8 @@ class DefaultActionRunner:
             if claude is not None:  # the agent's lines go through it, always followed
                 readers = OutputReaders(on_text=claude.feed)
             running.idle = IdleWatch(idle_timeout) if idle_timeout else None
-            result = self._supervise(running, started, timeout, readers, claude, agent)
+            running.agent = agent
+            result = self._supervise(running, started, timeout, readers, claude)
             if agent is not None and claude is not None:
                 _note_host_ending(result, agent, claude.run)
             return result
@@ -454,9 +458,9 @@ class DefaultActionRunner:
         timeout: float,
         readers: OutputReaders,
         claude: HostStream | None,
-        agent: AgentHost | None = None,
     ) -> ActionResult:
         idle = running.idle
+        agent = running.agent
         outcome = running.wait(started + timeout, readers, idle)
         if outcome not in ("finished", "lingering"):
             running.stop_group(readers)

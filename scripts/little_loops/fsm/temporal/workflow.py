@@ -58,6 +58,7 @@ with workflow.unsafe.imports_passed_through():
     from little_loops.fsm.engine.context import RunCursor
     from little_loops.fsm.engine.core import RunCore
     from little_loops.fsm.engine.evaluation_step import Judgement
+    from little_loops.fsm.engine.host_failover import HOST_SWITCH
     from little_loops.fsm.engine.requests import (
         AttachWorktree,
         Checkpoint,
@@ -147,7 +148,6 @@ or committing lets that activity finish instead of cancelling it."""
 NOTIFIED_EVENTS = frozenset({"limit_wait", "limit_wait_end"})
 """Events told as they happen (the end of the run is told once its outcome is set)."""
 
-HOST_SWITCH = "host_switch"  # = engine.host_failover.HOST_SWITCH
 HOST_SWITCH_NOTIFY = "ll-host-switch-notify"
 """The patch under which a `host_switch` event is told to the notify command."""
 
