@@ -15,36 +15,54 @@ from pathlib import Path
 
 import pytest
 from api_script import ApiScript
-from claude_install import ClaudeCodeUnavailable, ensure_claude_code
 from e2e_project import E2EProject
 from fake_anthropic import FakeAnthropicServer
-from npm_cli import CODEX, GEMINI_CLI, CliUnavailable, ensure
+from npm_cli import (
+    CLAUDE_CODE,
+    CODEX,
+    GEMINI_CLI,
+    OPENCODE,
+    QWEN_CODE,
+    CliUnavailable,
+    NpmCli,
+    ensure,
+)
 
 
 @pytest.fixture(scope="session")
 def claude_bin(pytestconfig: pytest.Config) -> Path:
-    try:
-        return ensure_claude_code(lambda line: _say(pytestconfig, line))
-    except ClaudeCodeUnavailable as exc:
-        problem = str(exc)
-    pytest.fail(problem, pytrace=False)  # outside `except`: one line, no exception chain
+    """The real Claude Code CLI (.ci/claude-code-version), installed on first use."""
+    return _installed(CLAUDE_CODE, pytestconfig)
 
 
 @pytest.fixture(scope="session")
 def codex_bin(pytestconfig: pytest.Config) -> Path:
-    """The real Codex CLI (pinned in .ci/codex-version), installed on first use."""
-    try:
-        return ensure(CODEX, lambda line: _say(pytestconfig, line))
-    except CliUnavailable as exc:
-        problem = str(exc)
-    pytest.fail(problem, pytrace=False)  # outside `except`: one line, no exception chain
+    """The real Codex CLI (.ci/codex-version), installed on first use."""
+    return _installed(CODEX, pytestconfig)
 
 
 @pytest.fixture(scope="session")
 def gemini_bin(pytestconfig: pytest.Config) -> Path:
-    """The real Gemini CLI (pinned in .ci/gemini-cli-version), installed on first use."""
+    """The real Gemini CLI (.ci/gemini-cli-version), installed on first use."""
+    return _installed(GEMINI_CLI, pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def opencode_bin(pytestconfig: pytest.Config) -> Path:
+    """The real OpenCode CLI (.ci/opencode-version), installed on first use."""
+    return _installed(OPENCODE, pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def qwen_bin(pytestconfig: pytest.Config) -> Path:
+    """The real Qwen Code CLI (.ci/qwen-code-version), installed on first use."""
+    return _installed(QWEN_CODE, pytestconfig)
+
+
+def _installed(cli: NpmCli, config: pytest.Config) -> Path:
+    """`cli`'s binary, installed first if needed; else the test fails with one line."""
     try:
-        return ensure(GEMINI_CLI, lambda line: _say(pytestconfig, line))
+        return ensure(cli, lambda line: _say(config, line))
     except CliUnavailable as exc:
         problem = str(exc)
     pytest.fail(problem, pytrace=False)  # outside `except`: one line, no exception chain

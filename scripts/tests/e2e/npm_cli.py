@@ -197,10 +197,28 @@ GEMINI_CLI = NpmCli(
     override_env="LL_E2E_GEMINI",
 )
 
+OPENCODE = NpmCli(
+    name="opencode",
+    title="OpenCode",
+    package="opencode-ai",
+    version_file="opencode-version",
+    # The platform package's binary itself: `opencode-ai/bin/opencode` is only linked to it
+    # by a postinstall script, which npm may not run.
+    binary="node_modules/opencode-linux-x64/bin/opencode",
+    override_env="LL_E2E_OPENCODE",
+)
+
+QWEN_CODE = NpmCli(
+    name="qwen-code",
+    title="Qwen Code",
+    package="@qwen-code/qwen-code",
+    version_file="qwen-code-version",
+    binary="node_modules/.bin/qwen",
+    override_env="LL_E2E_QWEN",
+)
+
 KNOWN: dict[str, NpmCli] = {
-    CLAUDE_CODE.name: CLAUDE_CODE,
-    CODEX.name: CODEX,
-    GEMINI_CLI.name: GEMINI_CLI,
+    cli.name: cli for cli in (CLAUDE_CODE, CODEX, GEMINI_CLI, OPENCODE, QWEN_CODE)
 }
 """Every CLI the tests install, by name (`python3 npm_cli.py NAME`)."""
 

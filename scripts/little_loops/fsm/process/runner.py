@@ -396,6 +396,9 @@ class DefaultActionRunner:
         chosen = model if agent.takes_model else None
         command = agent.command(program, action, resume_session=resume_session, model=chosen)
         env = {**os.environ, **command.env} if command.env else None
+        if self.cwd is not None:
+            # Some CLIs (opencode) take their project from $PWD, not their working directory.
+            env = {**(env or os.environ), "PWD": str(Path(self.cwd).resolve())}
         return command.argv, env
 
     def _argv(

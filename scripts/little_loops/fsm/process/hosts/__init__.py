@@ -17,6 +17,8 @@ _ADAPTERS = {
     "claude": ("little_loops.fsm.process.hosts.claude", "ClaudeHost"),
     "codex": ("little_loops.fsm.process.hosts.codex", "CodexHost"),
     "gemini": ("little_loops.fsm.process.hosts.gemini", "GeminiHost"),
+    "opencode": ("little_loops.fsm.process.hosts.opencode", "OpenCodeHost"),
+    "qwen": ("little_loops.fsm.process.hosts.qwen", "QwenHost"),
 }
 """Host name -> (module, class) of its adapter."""
 
