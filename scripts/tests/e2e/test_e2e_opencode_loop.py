@@ -127,7 +127,7 @@ def test_a_prompt_state_runs_on_opencode(tmp_path: Path, opencode_bin: Path, log
         "       ✓ yes\n"
         "       -> done (Ns, $C)\n"
         "\n"
-        "Loop completed: done (1 iteration, Ns, $C, N tokens (opencode $C))\n",
+        "Loop completed: done (1 iteration, Ns, $C, N tokens)\n",
         "",
     )
     [complete] = [e for e in project.events() if e["event"] == "action_complete"]
@@ -170,7 +170,7 @@ def test_a_handoff_continues_in_a_fresh_opencode_session(
         "       ✓ yes\n"
         "       -> done (Ns, $C)\n"
         "\n"
-        "Loop completed: done (2 iterations, Ns, $C, N tokens (opencode $C))\n",
+        "Loop completed: done (2 iterations, Ns, $C, N tokens)\n",
         "",
     )
     assert len(seen) == 2 and seen[0] != seen[1]

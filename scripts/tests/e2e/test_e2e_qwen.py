@@ -139,7 +139,7 @@ def test_ll_loop_runs_a_prompt_state_on_qwen(
         "       ✓ yes\n"
         "       -> done (Ns)\n"  # Qwen Code reports no cost
         "\n"
-        "Loop completed: done (1 iteration, Ns, $C, N tokens (qwen $C))\n",
+        "Loop completed: done (1 iteration, Ns, $C, N tokens)\n",
         "",
     )
 

@@ -321,7 +321,15 @@ def test_9b_a_grandchild_is_a_child_workflow_of_the_child_and_resume_lands_insid
                     break
                 await asyncio.sleep(0.1)
             assert processes_with(marker), "the leaf's wait did not start"
-            seen: dict[str, Any] = {"events": (await handle.query(LoopWorkflow.events, 0)).events}
+            # The grandchild's events reach the parent after its action has started (a
+            # loaded machine showed the query a moment before `wait`'s state_enter).
+            events: list[dict[str, Any]] = []
+            for _ in range(int(WAIT_SECONDS / 0.1)):
+                events = (await handle.query(LoopWorkflow.events, 0)).events
+                if any(e["event"] == "state_enter" and e["state"] == "wait" for e in events):
+                    break
+                await asyncio.sleep(0.1)
+            seen: dict[str, Any] = {"events": events}
             await runs.stop("parent")
             seen["stopped"] = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
             _, mid = await _only_child(runs.client, handle)
