@@ -86,6 +86,7 @@ def run_pytest(repository: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_without_npm_the_e2e_tests_fail_with_one_line_saying_what_to_install(
     tmp_path: Path,
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fixtures.cli_support import run_cli, write_loop
 from test_cli_show import assert_dot_accepts, assert_mermaid_accepts
 
@@ -83,6 +84,7 @@ def test_a_sub_loop_state_is_a_box_that_names_its_child_in_both_languages() -> N
     ) in dot
 
 
+@pytest.mark.slow
 def test_the_real_parsers_accept_a_sub_loop_diagram(
     tmp_path: Path, graphviz_dot: Path, mermaid_parser: Path
 ) -> None:

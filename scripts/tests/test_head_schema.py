@@ -303,6 +303,7 @@ def has_non_finite_number(value: Any) -> bool:
         "states": {"a": {"with": {}, "on_yes": "b"}, "b": {"terminal": True}},
     }
 )
+@pytest.mark.slow
 def test_section_9e_schema_accepts_exactly_what_validate_accepts_for_head_files(
     tmp_path_factory: pytest.TempPathFactory, data: dict[str, Any]
 ) -> None:

@@ -206,6 +206,7 @@ def test_a_timeout_routes_on_timeout_when_the_state_has_one(tmp_path: Path) -> N
     assert named(tmp_path, "timed", "route")[-1]["to"] == "merged"
 
 
+@pytest.mark.slow
 def test_approve_exits_1_with_one_line_when_nothing_waits(tmp_path: Path) -> None:
     write_loop(tmp_path, "timed", TIMED_LOOP)
     assert run_cli(tmp_path, "run", "timed").returncode == 0  # it timed out: nothing waits
@@ -303,6 +304,7 @@ def test_the_approval_keys_decide_no_dialect(tmp_path: Path) -> None:
 # --- durable: kill -9, stop, an answer kept while no runner lives -------------------------
 
 
+@pytest.mark.slow
 def test_kill_9_while_waiting_then_resume_then_approve_runs_no_earlier_state_again(
     tmp_path: Path, runs: list[subprocess.Popen[str]]
 ) -> None:
@@ -356,6 +358,7 @@ def test_an_answer_given_while_no_runner_lives_is_used_by_the_next_resume(
     assert len(named(tmp_path, "gate", "approval_needed")) == 1
 
 
+@pytest.mark.slow
 def test_the_timeout_counts_from_when_the_question_was_first_asked(
     tmp_path: Path, runs: list[subprocess.Popen[str]]
 ) -> None:

@@ -211,6 +211,7 @@ def test_the_fsm_package_keeps_its_layers() -> None:
     assert violations == []
 
 
+@pytest.mark.slow
 def test_the_whole_package_has_no_import_cycles() -> None:
     """The CLI sits above every fsm layer; no cycle among its modules either."""
     root = FSM_DIR.parent
@@ -367,6 +368,7 @@ def modules_on_disk(root: Path, package: str) -> set[str]:
     }
 
 
+@pytest.mark.slow
 def test_the_graph_holds_exactly_the_modules_on_disk() -> None:
     """Issue 22 item 5: no module skipped (`evaluators.py` was, as a supposed alias)."""
     graph = import_graph(FSM_DIR, "little_loops.fsm")

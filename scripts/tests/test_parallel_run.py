@@ -107,6 +107,7 @@ def _verdicts(executor: PersistentExecutor) -> list[str]:
     return [entry["verdict"] for entry in _results(executor)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("nap", [2, 1])
 def test_issue25_three_items_run_side_by_side(project: Path, nap: int) -> None:
     """Done-when: three items of `nap` seconds with max_workers 3 take about one item's
@@ -118,6 +119,7 @@ def test_issue25_three_items_run_side_by_side(project: Path, nap: int) -> None:
     assert nap <= elapsed < 2 * nap, elapsed
 
 
+@pytest.mark.slow
 def test_issue25_excess_items_queue_behind_max_workers(project: Path) -> None:
     """Four one-second items, two at a time: two rounds, never four at once."""
     started = time.monotonic()

@@ -437,6 +437,7 @@ def test_rule_1_llm_round_trip(llm: LLMConfig) -> None:
     assert LLMConfig.from_dict(llm.to_dict()) == llm
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(FSM_LOOPS)
 def test_rule_1_loop_round_trip_through_dict_and_yaml(fsm: FSMLoop) -> None:
@@ -577,6 +578,7 @@ def mutated_loops(draw: st.DrawFn) -> dict[str, Any]:
 RANDOM_MAPPINGS = st.dictionaries(KEYS, ANY_VALUES, max_size=6) | mutated_loops()
 
 
+@pytest.mark.slow
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(RANDOM_MAPPINGS)
 def test_shape_check_makes_from_dict_and_validation_safe(data: dict[str, Any]) -> None:

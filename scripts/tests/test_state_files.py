@@ -431,6 +431,7 @@ JSON_VALUES = st.recursive(
     max_examples=100,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+@pytest.mark.slow
 @given(changes=st.dictionaries(st.sampled_from([*valid_dict(), "pid", "phase"]), JSON_VALUES))
 def test_wrong_values_only_ever_raise_state_file_error(
     persistence: StatePersistence, changes: dict[str, Any]
