@@ -72,6 +72,7 @@ from little_loops.fsm.model.budgets import legacy_loop_from_dict, split_budgets
 from little_loops.fsm.model.findings import ValidationError, ValidationSeverity
 from little_loops.fsm.model.head_loop import HeadLoop, is_head
 from little_loops.fsm.model.head_parts import DIALECT_HEAD
+from little_loops.fsm.model.hosted_state import with_hosted_states
 from little_loops.fsm.model.parallel_config import with_parallel_states
 from little_loops.fsm.schema import FSMLoop
 
@@ -145,7 +146,7 @@ def _loop_from_fsm_mapping(data: dict[str, Any], path: Path) -> FSMLoop:
     budget_findings = budget_shape_findings(data)
     errors = [*folding_errors, *check_loop_mapping(rest), *_errors(budget_findings)]
     _raise_if_errors(path, errors)
-    fsm = with_parallel_states(legacy_loop_from_dict(data), data)
+    fsm = with_hosted_states(with_parallel_states(legacy_loop_from_dict(data), data), data)
     children = parallel_child_findings(fsm, path, load_loop_mapping)
     return _checked(fsm, path, [*budget_findings, *children])
 

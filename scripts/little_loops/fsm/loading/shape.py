@@ -116,6 +116,7 @@ _OUR_STATE_CHECKS: dict[str, FieldCheck] = {
     **_STATE_CHECKS,
     "parallel": check_parallel,  # issue 25, with its mixed-outcome route
     "on_partial": _optional_string,
+    "host": scalar(nullable(unknown_host_message)),  # issue 24: the state's agent host(s)
 }
 
 _LLM_CHECKS: dict[str, FieldCheck] = {

@@ -33,6 +33,7 @@ from little_loops.fsm.model.head_parts import (
     parameters_from_dict,
     parameters_to_dict,
 )
+from little_loops.fsm.model.hosted_state import with_hosted_states
 from little_loops.fsm.model.loop_vocabulary import HEAD_EVALUATE_FIELDS
 from little_loops.fsm.model.parallel_config import ParallelConfig, with_parallel_states
 from little_loops.fsm.schema import (
@@ -63,7 +64,7 @@ def loop_from_dict(data: dict[str, Any], dialect: str) -> FSMLoop:
     """A loop's `to_dict()` built again in its dialect (what a Temporal payload carries)."""
     if dialect == DIALECT_HEAD:
         return HeadLoop.from_dict(data)
-    return with_parallel_states(legacy_loop_from_dict(data), data)
+    return with_hosted_states(with_parallel_states(legacy_loop_from_dict(data), data), data)
 
 
 def _put(out: dict[str, Any], key: str, value: Any) -> None:
