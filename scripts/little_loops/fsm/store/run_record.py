@@ -191,6 +191,11 @@ class RunRecord:
     notify_override: str | None = None  # `--notify` ("": none), kept on resume
     max_tokens: int | None = None  # the run's token budget as the state file keeps it
 
+    def __post_init__(self) -> None:
+        # Whether any state limits its visits: decided once, not at every snapshot (a
+        # snapshot is written at every transition; the loop's states do not change).
+        self._counts_visits = any(state.max_visits for state in self.fsm.states.values())
+
     def note(self, event: dict[str, Any]) -> None:
         """Take in one event of the core. A sub-loop's event (`depth`) leaves the phase
         and the last evaluation alone: the parent's state is still under way."""
@@ -224,7 +229,6 @@ class RunRecord:
     ) -> LoopState:
         """The state file of the run as it stands (`status`: instead of the record's)."""
         prev = cursor.prev_result
-        counts_visits = any(state.max_visits for state in self.fsm.states.values())
         return LoopState(
             loop_name=self.fsm.name,
             current_state=cursor.current_state,
@@ -244,7 +248,7 @@ class RunRecord:
             resumed_at=self.resumed_at,
             phase=self.phase,
             # Visits are saved only for loops that limit them: other state files stay short.
-            visits=guards.visits.to_dict() if counts_visits else {},
+            visits=guards.visits.to_dict() if self._counts_visits else {},
             stall_streaks=guards.stall.to_dict(),
             errors=guards.errors.to_list(),
             context_overrides=self.context_overrides,
