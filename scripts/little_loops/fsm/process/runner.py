@@ -41,8 +41,8 @@ from little_loops.fsm.process import reference_seams
 from little_loops.fsm.process.background_groups import BackgroundGroups, group_exists
 from little_loops.fsm.process.claude_refusal import CLAUDE_NOT_FOUND as CLAUDE_NOT_FOUND
 from little_loops.fsm.process.claude_refusal import claude_not_found, claude_refusal
-from little_loops.fsm.process.claude_stream import STREAM_JSON_FLAGS
 from little_loops.fsm.process.hosts import AgentHost, HostStream, host_named, program_of
+from little_loops.fsm.process.hosts.claude import ClaudeHost
 from little_loops.fsm.process.hosts.missing import host_not_found
 from little_loops.fsm.process.idle_watch import IdleWatch
 from little_loops.fsm.process.output_files import SpareFiles, truncation_marker
@@ -54,6 +54,8 @@ from little_loops.fsm.process.output_streams import (
     TextCallback,
 )
 from little_loops.fsm.process.process_groups import ActionGroup
+
+_CLAUDE = ClaudeHost()  # builds a slash command's claude command line
 
 DEFAULT_OUTPUT_CAP = 1024 * 1024
 """Bytes of stdout (and of stderr) kept in memory per action: the tail survives."""
@@ -410,9 +412,10 @@ class DefaultActionRunner:
     ) -> list[str]:
         if not is_slash_command:
             return ["bash", "-c", action]
-        resume = ["--resume", resume_session] if resume_session else []
-        flags = ["--dangerously-skip-permissions", *STREAM_JSON_FLAGS, *resume, *claude_flags]
-        return [self._claude_bin(), *flags, "-p", action]
+        command = _CLAUDE.command(
+            self._claude_bin(), action, resume_session=resume_session, extra_flags=claude_flags
+        )
+        return command.argv
 
     @staticmethod
     def _executable(argv: list[str]) -> str | None:

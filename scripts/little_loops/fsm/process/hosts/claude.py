@@ -32,11 +32,13 @@ class ClaudeHost:
         *,
         resume_session: str | None = None,
         model: str | None = None,
+        extra_flags: tuple[str, ...] = (),
     ) -> HostCommand:
+        """`extra_flags`: more of claude's own flags (HEAD's `--agent`, `--tools`, ...)."""
         resume = ["--resume", resume_session] if resume_session else []
         chosen = ["--model", model] if model else []
         flags = ["--dangerously-skip-permissions", *STREAM_JSON_FLAGS, *resume, *chosen]
-        return HostCommand([program, *flags, "-p", prompt])
+        return HostCommand([program, *flags, *extra_flags, "-p", prompt])
 
     def stream(self, sink: TextSink | None, *, cap: int) -> ClaudeStream:
         return ClaudeStream(sink, cap=cap)
