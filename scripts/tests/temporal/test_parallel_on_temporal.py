@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fixtures.cli_support import cli_env, run_cli, write_loop
-from fixtures.processes import processes_with
+from fixtures.processes import process_groups_with, processes_with
 from fixtures.temporal_servers import TimeSkipping
 
 try:
@@ -181,10 +181,10 @@ def test_issue25_a_stop_mid_fanout_keeps_each_place_and_the_resume_goes_on_insid
         async with build_worker(runs.client, runs.task_queue):
             handle = await runs.start(run_input(runs, "fan"))
             for _ in range(int(WAIT_SECONDS / 0.1)):
-                if len(processes_with(marker)) >= 2 and _a_finished(checkout):
+                if len(process_groups_with(marker)) >= 2 and _a_finished(checkout):
                     break
                 await asyncio.sleep(0.1)
-            assert len(processes_with(marker)) >= 2, "b and c did not start waiting"
+            assert len(process_groups_with(marker)) >= 2, "b and c did not start waiting"
             await asyncio.sleep(0.5)  # (a's end reaches the workflow)
             await runs.stop("fan")
             stopped: RunOutcome = await asyncio.wait_for(handle.result(), WAIT_SECONDS)
