@@ -8,6 +8,8 @@ test computes on its own), and real runs with the scripted stream-json `claude`.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -236,3 +238,26 @@ def test_report_without_runs_says_so_in_one_line(tmp_path: Path) -> None:
     done = run_cli(tmp_path, "report", "nothing")
 
     assert (done.returncode, done.stdout, done.stderr) == (1, "", "No runs of 'nothing' kept\n")
+
+
+def test_a_sub_loops_and_a_fan_outs_verdicts_are_their_states_verdicts(tmp_path: Path) -> None:
+    """Neither writes a top-level `evaluate`: the verdict is the one their `route` names
+    (the child's, the fan-out's), so "cost per yes" works for a verifying child loop."""
+    loops = Path(__file__).resolve().parents[2] / ".loops"
+    shutil.copytree(loops, tmp_path / ".loops", ignore=shutil.ignore_patterns(".*"))
+    _commit_all(tmp_path)  # the fan-out's items run in git worktrees of HEAD
+    for name in ("parallel-demo", "subloop-demo"):
+        assert run_cli(tmp_path, "run", name).returncode == 0
+
+    fan = _report(tmp_path, "parallel-demo")["loops"]["parallel-demo"]["states"]["fan"]
+    count = _report(tmp_path, "subloop-demo")["loops"]["subloop-demo"]["states"]["count"]
+
+    assert (fan["verdicts"], fan["yes"]) == ({"yes": 1}, 1)
+    assert (count["verdicts"], count["yes"]) == ({"yes": 1}, 1)
+
+
+def _commit_all(root: Path) -> None:
+    (root / ".gitignore").write_text(".loops/.running/\n.loops/.worktrees/\n")
+    who = ["-c", "user.name=Test", "-c", "user.email=test@example.invalid"]
+    for args in (["init", "-q"], ["add", "."], [*who, "commit", "-qm", "start"]):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, timeout=30)

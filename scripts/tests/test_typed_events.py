@@ -68,7 +68,9 @@ def test_each_name_is_its_constant_and_has_a_payload_type() -> None:
 def test_no_module_emits_or_compares_an_event_by_a_bare_name() -> None:
     """The core, the store, the workflow and the CLI's readers use the constants."""
     names = "|".join(sorted(EVENT_NAMES))
-    bare = re.compile(rf'(emit\(\s*|get\("event"\) (?:==|!=) |kind == )"({names})"')
+    bare = re.compile(
+        rf'(emit\(\s*|get\("event"\) (?:==|!=) |kind == |kind in \((?:[^)]*, )?)"({names})"'
+    )
     found = [
         f"{path.relative_to(PACKAGE)}: {match.group(0)}"
         for path in sorted(PACKAGE.rglob("*.py"))

@@ -11,7 +11,9 @@ totals come from its state file; a run without one is read from the end of its e
   as their spending rolls up into the state that ran them); tokens are input + output, the
   measure of `max_tokens`. LLM judgements are in the run's totals only (their spending is
   not in the events);
-- `verdicts`: top-level `evaluate` events by verdict (`success` counts as `yes`).
+- `verdicts`: top-level `evaluate` events by verdict (`success` counts as `yes`); a visit
+  with no `evaluate` of its own (a `loop:` sub-loop, a `parallel:` fan-out) counts the
+  verdict its `route` names, the child's or the fan-out's.
 
 Per run also: `actions` (actions run, runs again included), `retries` (runs again after a
 limit, and Temporal activity retries) and `limit_waits` (usage-limit waits and rate-limit
@@ -30,7 +32,10 @@ from little_loops.fsm.engine.events import (
     ACTION_COMPLETE,
     ACTION_RETRY,
     EVALUATE,
+    LIMIT_WAIT,
     LOOP_COMPLETE,
+    RATE_LIMIT_BACKOFF,
+    ROUTE,
     STATE_ENTER,
 )
 from little_loops.fsm.store.run_history import HISTORY_DIR, folder_order, history_dir
@@ -270,16 +275,16 @@ def _io_tokens(tokens: Any) -> int:
 
 def _read_events(run: RunFigures, path: Path) -> None:
     """One pass over the run's events: per-state figures, actions, retries, waits."""
-    current: StateFigures | None = None
     try:
         handle = path.open(encoding="utf-8")
     except OSError:
         return
+    tally = _Tally(run)
     with handle:
         for line in handle:
             event = _event(line)
             if event is not None:
-                current = _take(run, event, current)
+                tally.take(event)
 
 
 def _event(line: str) -> dict[str, Any] | None:
@@ -290,28 +295,44 @@ def _event(line: str) -> dict[str, Any] | None:
     return event if isinstance(event, dict) else None
 
 
-def _take(
-    run: RunFigures, event: dict[str, Any], current: StateFigures | None
-) -> StateFigures | None:
-    """Count one event; the top-level state it belongs to from now on."""
-    kind, top = event.get("event"), not event.get("depth")
-    if kind == STATE_ENTER and top:
-        current = run.states.setdefault(str(event.get("state")), StateFigures())
-        current.visits += 1
-    elif kind == ACTION_COMPLETE:
-        run.actions += 1
-        run.retries += 1 if event.get("limit") else 0
-        if current is not None:
-            current.cost_usd += float(event.get("cost_usd") or 0.0)
-            current.tokens += _io_tokens(event.get("tokens"))
-    elif kind == EVALUATE and top and current is not None:
-        verdict = str(event.get("verdict"))
-        current.verdicts[verdict] = current.verdicts.get(verdict, 0) + 1
-    elif kind == ACTION_RETRY:
-        run.retries += 1
-    elif kind in ("limit_wait", "rate_limit_backoff"):
-        run.limit_waits += 1
-    return current
+class _Tally:
+    """Counts a run's events into its figures, knowing the top-level state being visited."""
+
+    def __init__(self, run: RunFigures) -> None:
+        self.run = run
+        self.current: StateFigures | None = None
+        self.judged = False  # the current visit had a top-level `evaluate`
+
+    def take(self, event: dict[str, Any]) -> None:
+        kind, top = event.get("event"), not event.get("depth")
+        if kind == STATE_ENTER and top:
+            self.current = self.run.states.setdefault(str(event.get("state")), StateFigures())
+            self.current.visits += 1
+            self.judged = False
+        elif kind == ACTION_COMPLETE:
+            self._spent(event)
+        elif kind == EVALUATE and top:
+            self._verdict(event.get("verdict"))
+            self.judged = True
+        elif kind == ROUTE and top and not self.judged:
+            # A sub-loop's or a fan-out's verdict is the one its route names.
+            self._verdict(event.get("verdict"))
+        elif kind == ACTION_RETRY:
+            self.run.retries += 1
+        elif kind in (LIMIT_WAIT, RATE_LIMIT_BACKOFF):
+            self.run.limit_waits += 1
+
+    def _spent(self, event: dict[str, Any]) -> None:
+        self.run.actions += 1
+        self.run.retries += 1 if event.get("limit") else 0
+        if self.current is not None:
+            self.current.cost_usd += float(event.get("cost_usd") or 0.0)
+            self.current.tokens += _io_tokens(event.get("tokens"))
+
+    def _verdict(self, verdict: object) -> None:
+        if self.current is not None and verdict is not None:
+            key = str(verdict)
+            self.current.verdicts[key] = self.current.verdicts.get(key, 0) + 1
 
 
 # --- across runs -----------------------------------------------------------------------------
