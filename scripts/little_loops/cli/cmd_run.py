@@ -27,6 +27,7 @@ from little_loops.cli.context_option import saved_context_overrides
 from little_loops.cli.cross_engine import refuse_if_on_temporal
 from little_loops.cli.display import ProgressDisplay
 from little_loops.cli.exit_codes import FAILED, OK, USAGE
+from little_loops.cli.host_preflight import missing_host_refusal
 from little_loops.cli.live_line import ticking
 from little_loops.cli.loop_inputs import apply_run_inputs, legacy_input_refusal
 from little_loops.cli.orphans import stop_orphans, stopped_line
@@ -102,7 +103,9 @@ def run_command(
         for line in plan_lines(fsm):
             write_line(line)
         return OK
-    refusal = run_refusal(fsm)  # before claude runs and is billed (issue 23 item 8)
+    # Before claude runs and is billed (issue 23 item 8), and before hours pass on the way
+    # to a state whose agent CLI is missing (issue 24).
+    refusal = run_refusal(fsm) or missing_host_refusal(fsm)
     if refusal is not None:
         write_error_line(refusal)
         return FAILED
@@ -168,7 +171,7 @@ def resume_command(
     # the first); only a run that can be resumed has its HEAD inputs checked again.
     if from_history or persistence.load_state_checked() is not None:
         apply_run_inputs(fsm, positional=None, given=saved_context)  # HEAD: parameters again
-    refusal = run_refusal(fsm)
+    refusal = run_refusal(fsm) or missing_host_refusal(fsm)
     if refusal is not None:
         write_error_line(refusal)
         return FAILED
