@@ -309,10 +309,46 @@ async def record_approval(client: Client, project: Path) -> dict[str, ClientHist
     return {"scenario-approval": history}
 
 
+BRANCH_PAUSE_FAN = """\
+name: branch-pause
+initial: go
+states:
+  go:
+    parallel: {items: "a\\nb", loop: branch-pause-one, max_workers: 2}
+    on_yes: done
+    on_partial: done
+    on_no: done
+  done: {terminal: true}
+"""
+
+BRANCH_PAUSE_ONE = """\
+name: branch-pause-one
+initial: work
+states:
+  work:
+    action: >-
+      if [ ${context.item} = b ] && [ ! -f handed-b ]; then touch handed-b;
+      echo 'CONTEXT_HANDOFF: go on with b'; else echo ${context.item}; fi
+    next: done
+  done: {terminal: true}
+"""
+
+
+async def record_branch_pause(client: Client, project: Path) -> dict[str, ClientHistory]:
+    """A handoff inside an item of a fan-out (`BRANCH_PAUSES`): the run pauses with the
+    item's place, is resumed, and goes on inside that item's new child workflow."""
+    name = "scenario-branch-pause"
+    for loop, text in (("branch-pause", BRANCH_PAUSE_FAN), ("branch-pause-one", BRANCH_PAUSE_ONE)):
+        (project / ".loops" / f"{loop}.yaml").write_text(text, encoding="utf-8")
+    recording = await record(client, project, "branch-pause", workflow_id=f"recorded-{name}")
+    return {name: recording.history}
+
+
 SCENARIOS = (
     record_continue_as_new,
     record_stop,
     record_kept_stop,
     record_child_workflow,
     record_approval,
+    record_branch_pause,
 )

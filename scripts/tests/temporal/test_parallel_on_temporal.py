@@ -18,7 +18,7 @@ try:
     from temporalio.client import WorkflowHistory
     from workflow_support import STABLE_KEYS, checkout_with, run_input, runs_for, timeless
 
-    from little_loops.fsm.temporal.payloads import RunOutcome
+    from little_loops.fsm.temporal.payloads import ResumeSignal, RunOutcome
     from little_loops.fsm.temporal.worker import build_worker
     from little_loops.fsm.temporal.workflow import LoopWorkflow
 except ImportError:  # no temporalio: the server fixture skips, or fails in CI, saying so
@@ -254,3 +254,75 @@ def test_issue25_fail_fast_cancels_the_running_items_child_workflows(
         ("queued", "cancelled"),
     ]
     assert not processes_with(marker)
+
+
+HANDING_OFF_CHILD = """\
+name: one
+initial: work
+states:
+  work:
+    action: >-
+      if [ ${context.item} = b ] && [ ! -f handed-b ]; then touch handed-b;
+      echo 'CONTEXT_HANDOFF: go on with b'; else echo ${context.item} >> marks; fi
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_a_handoff_in_an_items_child_workflow_pauses_the_run_with_its_place(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    """As on the local engine (test_parallel_pauses.py): the run waits for its
+    continuation with b's place and its prompt kept; resumed, it goes on inside b."""
+    checkout = checkout_with(tmp_path / "co", "fan", FAN.replace("bad", "b"))
+    write_loop(checkout, "one", HANDING_OFF_CHILD)
+    runs = runs_for(time_skipping, checkout)
+
+    async def scenario() -> tuple[RunOutcome, RunOutcome]:
+        async with build_worker(runs.client, runs.task_queue):
+            handle = await runs.start(run_input(runs, "fan"))
+            paused = None
+            for _ in range(int(WAIT_SECONDS / 0.1)):  # the workflow waits, paused
+                paused = await handle.query(LoopWorkflow.outcome)
+                if paused is not None:
+                    break
+                await asyncio.sleep(0.1)
+            assert paused is not None, "the run did not pause"
+            await handle.signal(LoopWorkflow.resume, ResumeSignal())
+            return paused, await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+
+    paused, done = time_skipping.run(scenario())
+
+    assert (paused.state["status"], paused.state["current_state"]) == (
+        "awaiting_continuation",
+        "go",
+    )
+    place = paused.state["head"]["parallel"]["places"]["1"][0]
+    assert place["handoff_context"]["prompt"] == "go on with b"
+    assert (done.state["status"], done.state["current_state"]) == ("completed", "done")
+    assert sorted((checkout / "marks").read_text().split()) == ["a", "b", "c"]
+
+
+def test_the_recorded_branch_pause_replays_with_its_patch_and_three_children() -> None:
+    """`scenario-branch-pause` (recorded with `record_histories.py`): the `BRANCH_PAUSES`
+    marker, and a child workflow for a, b, and b again after the resume."""
+    from history_replay import HISTORIES_DIR, load_history, replay
+
+    from little_loops.fsm.engine.revisions import BRANCH_PAUSES
+
+    history = load_history(HISTORIES_DIR / "scenario-branch-pause.json")
+    patches = [
+        payload.data.decode()
+        for event in history.events
+        if event.HasField("marker_recorded_event_attributes")
+        for payload in event.marker_recorded_event_attributes.details["patch-data"].payloads
+    ]
+    children = [
+        event
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+    ]
+
+    assert asyncio.run(replay(history)).replay_failure is None
+    assert any(BRANCH_PAUSES in patch for patch in patches)
+    assert len(children) == 3

@@ -283,6 +283,10 @@ class RunCore:
         stop = self._stop_requested
         return self._stopping or (stop is not None and stop())
 
+    def revised(self, name: str) -> bool:
+        """Whether the named change of the run core applies to this run (`revisions`)."""
+        return self._revised(name)
+
     def elapsed_ms(self) -> int:
         """Milliseconds spent on this loop, earlier runs of a resumed loop included."""
         return self._elapsed_before_ms + int((self.clock.monotonic() - self._clock_start) * 1000)

@@ -41,7 +41,7 @@ from little_loops.fsm.engine.events import (
     PARALLEL_START,
     ROUTE,
 )
-from little_loops.fsm.engine.parallel_branch import BranchPlan, BranchRun
+from little_loops.fsm.engine.parallel_branch import ALL_PAUSES, STOP_PAUSES, BranchPlan, BranchRun
 from little_loops.fsm.engine.parallel_items import (
     CANCELLED,
     FanoutItemsError,
@@ -53,16 +53,22 @@ from little_loops.fsm.engine.parallel_items import (
 )
 from little_loops.fsm.engine.requests import (
     BranchToRun,
+    ChildEnded,
     LoadChild,
     LoadedChild,
     Request,
     RunBranches,
 )
+from little_loops.fsm.engine.revisions import BRANCH_PAUSES
 from little_loops.fsm.engine.routing import RoutingError, no_route_message, resolve_target
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.step_result import Ending
 from little_loops.fsm.engine.sub_loop import top_frame
-from little_loops.fsm.engine.sub_loop_record import restore_guards, restored_cursor
+from little_loops.fsm.engine.sub_loop_record import (
+    keep_paused_place,
+    restore_guards,
+    restored_cursor,
+)
 from little_loops.fsm.interpolation import InterpolationError, interpolate
 from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.model.parallel_config import ParallelConfig, parallel_of
@@ -203,6 +209,7 @@ class Fanout:
         self.running: dict[int, BranchRun] = {}
         self.cut_short = False
         self.paused: Ending | None = None
+        self.pausing = ALL_PAUSES if core.revised(BRANCH_PAUSES) else STOP_PAUSES
 
     def has_work(self) -> bool:
         return bool(self.pending)
@@ -230,6 +237,8 @@ class Fanout:
         if run.paused:
             assert run.ended is not None
             self.paused = self.paused or run.ended.ending
+            if run.ended.ending.terminated_by != "signal":  # a handoff, a usage limit
+                self._keep_place(run.index, run.ended)
             return []
         result = self._result(run)
         self._record(run.index, result)
@@ -282,6 +291,14 @@ class Fanout:
             terminated_by=result["terminated_by"],
         )
 
+    def _keep_place(self, index: int, ended: ChildEnded) -> None:
+        """A branch that paused the run: its place kept for the resume (as a sub-loop's),
+        what it spent so far the run's."""
+        if ended.ending.terminated_by == "handoff":
+            self.sc.cursor.handoff_count += 1
+        self._roll_up(ended.spending)
+        keep_paused_place(self.memory["places"][str(index)][self.frame.depth], ended)
+
     def _roll_up(self, spent: Any) -> None:
         if spent.anything:
             parent = self.sc.cursor.spending
@@ -320,6 +337,7 @@ class Fanout:
             label=f"{self.core.fsm.name}-{self.name}-{index}",
             left_worktree=left.get("path") if isinstance(left, dict) else None,
             fresh=saved is None,
+            pausing=self.pausing,
         )
         self.sc.emit(
             PARALLEL_BRANCH_START,

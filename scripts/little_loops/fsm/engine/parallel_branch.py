@@ -31,11 +31,13 @@ from little_loops.fsm.engine.requests import (
 )
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult
 
-__all__ = ["BranchPlan", "BranchRun"]
+__all__ = ["ALL_PAUSES", "STOP_PAUSES", "BranchPlan", "BranchRun"]
 
-# A child ending that pauses the whole run (its place kept): the run's stop. A handoff or
-# a usage limit inside an item ends that item (its verdict `no`), not the run.
-_PAUSING = frozenset({"signal"})
+# Child endings that pause the whole run, the item's place kept: the run's stop, and (from
+# `revisions.BRANCH_PAUSES`) a handoff or a usage limit, as inside a sub-loop. Before that
+# change a handoff or a usage limit ended the item, its verdict `no`.
+STOP_PAUSES = frozenset({"signal"})
+ALL_PAUSES = frozenset({"signal", "handoff", "usage_limited"})
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class BranchPlan:
     label: str = ""
     left_worktree: str | None = None
     fresh: bool = True
+    pausing: frozenset[str] = STOP_PAUSES  # the child endings that pause the run
 
 
 class BranchRun:
@@ -88,7 +91,11 @@ class BranchRun:
     def paused(self) -> bool:
         """Whether the branch stopped with the run (its place kept for a resume)."""
         ended = self.ended
-        return not self.cancelled and ended is not None and ended.ending.terminated_by in _PAUSING
+        return (
+            not self.cancelled
+            and ended is not None
+            and ended.ending.terminated_by in self.plan.pausing
+        )
 
     # -- the branch ---------------------------------------------------------------------
 

@@ -20,7 +20,13 @@ and its name can go (docs/scaling.md, "Upgrades").
 
 from __future__ import annotations
 
-__all__ = ["HEAD_RATE_LIMITS", "REVISIONS", "WORKSPACE_FINGERPRINT", "every_revision"]
+__all__ = [
+    "BRANCH_PAUSES",
+    "HEAD_RATE_LIMITS",
+    "REVISIONS",
+    "WORKSPACE_FINGERPRINT",
+    "every_revision",
+]
 
 WORKSPACE_FINGERPRINT = "ll-loop:2026-11:workspace-fingerprint"
 """The stall guard compares the work tree through the driver (`InspectWorkspace`); before
@@ -31,7 +37,11 @@ HEAD_RATE_LIMITS = "ll-loop:2026-11:head-rate-limits"
 its prompt goes straight to `on_error`; before it, such a state waited with the loop's
 `rate_limit:` settings and routed the failure by its verdict."""
 
-REVISIONS = (WORKSPACE_FINGERPRINT, HEAD_RATE_LIMITS)
+BRANCH_PAUSES = "ll-loop:2026-11:branch-pauses"
+"""A handoff or a usage limit that ends an item of a `parallel:` fan-out pauses the run with
+the item's place kept (as one inside a sub-loop does); before it, the item ended `no`."""
+
+REVISIONS = (WORKSPACE_FINGERPRINT, HEAD_RATE_LIMITS, BRANCH_PAUSES)
 """Every named change, oldest first."""
 
 

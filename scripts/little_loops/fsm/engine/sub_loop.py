@@ -39,13 +39,13 @@ from little_loops.fsm.engine.child_outcome import (
 from little_loops.fsm.engine.child_run import ChildRun, ParentCore, SubLoopFrame
 from little_loops.fsm.engine.child_worktree import ChildWorktree
 from little_loops.fsm.engine.context import RunCursor, StepContext
-from little_loops.fsm.engine.cursor_records import HandoffContext
 from little_loops.fsm.engine.events import ROUTE
 from little_loops.fsm.engine.requests import ChildEnded, LoadChild, LoadedChild, Request, RunChild
 from little_loops.fsm.engine.routing import RoutingError, no_route_message, resolve_target
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.step_result import Ending
 from little_loops.fsm.engine.sub_loop_record import (
+    keep_paused_place,
     matching_record,
     restore_guards,
     restored_cursor,
@@ -246,20 +246,11 @@ class _ChildRun:
         return _come_back(self.sc, self.state, outcome, ended.captured, child.events)
 
     def _pause(self, ended: ChildEnded) -> None:
-        """Keep the child's place: a handoff's state runs again with its prompt, a usage
-        limit's wait goes on; an interruption's place is the last route's."""
-        record = self.frame.records[self.frame.depth]
-        ending = ended.ending
-        if ending.terminated_by == "handoff":
+        """Keep the child's place (`keep_paused_place`); what it spent is the run's now."""
+        if ended.ending.terminated_by == "handoff":
             self.sc.cursor.handoff_count += 1
-            prompt = ending.continuation_prompt or ""
-            handoff = HandoffContext(prompt, ended.handoff_count, ended.result.final_state)
-            record["handoff_context"] = handoff.to_dict()
-            record["counters"]["handoff_count"] = ended.handoff_count
-        record["limit_wait"] = ended.limit_wait
-        # What it spent so far is the run's now; the resumed child counts from nothing.
         self._roll_up(ended)
-        record["spending"] = {}
+        keep_paused_place(self.frame.records[self.frame.depth], ended)
 
     def _run_budget_spent(self, ended: ChildEnded) -> bool:
         """Whether the child stopped at the run's budget (not only its own): the whole

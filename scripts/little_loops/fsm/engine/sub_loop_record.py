@@ -11,14 +11,24 @@ on at its own state: an action cut off runs again, a routed state never does.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from little_loops.fsm.engine.context import RunCursor
+from little_loops.fsm.engine.cursor_records import HandoffContext
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.spending import RunSpending
 
-__all__ = ["child_record", "matching_record", "restore_guards", "restored_cursor"]
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.requests import ChildEnded
+
+__all__ = [
+    "child_record",
+    "keep_paused_place",
+    "matching_record",
+    "restore_guards",
+    "restored_cursor",
+]
 
 
 def child_record(
@@ -61,6 +71,21 @@ def child_record(
         "limit_wait": copy.deepcopy(cursor.limit_wait),
         "handoff_context": copy.deepcopy(cursor.handoff_context),
     }
+
+
+def keep_paused_place(record: dict[str, Any], ended: ChildEnded) -> None:
+    """A child that paused the run (a handoff, a usage limit, a stop) keeps its place in
+    `record`: a handoff's state runs again with its prompt, a usage limit's wait goes on,
+    an interruption's place is the last route's. What it spent so far is rolled up into the
+    parent's by the caller: the resumed child counts from nothing."""
+    ending = ended.ending
+    if ending.terminated_by == "handoff":
+        prompt = ending.continuation_prompt or ""
+        handoff = HandoffContext(prompt, ended.handoff_count, ended.result.final_state)
+        record["handoff_context"] = handoff.to_dict()
+        record["counters"]["handoff_count"] = ended.handoff_count
+    record["limit_wait"] = ended.limit_wait
+    record["spending"] = {}
 
 
 def matching_record(
