@@ -197,3 +197,91 @@ def test_issue25_status_lists_the_branches(project: Path) -> None:
     for group in action_groups(process.pid):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(group, signal.SIGKILL)
+
+
+OUTER = """\
+name: outer
+initial: inner
+states:
+  inner:
+    loop: fan
+    on_yes: done
+    on_no: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def _inner_parallel(root: Path) -> dict[str, object]:
+    """The fan-out's memory as saved in the sub-loop's place (`head.sub_loops`)."""
+    state = StatePersistence("outer", root / ".loops").load_state_checked()
+    assert state is not None
+    (record,) = (state.head or {})["sub_loops"]
+    parallel: dict[str, object] = record["counters"]["head"].get("parallel") or {}
+    return parallel
+
+
+def test_a_fanout_inside_a_sub_loop_keeps_each_items_place_while_it_runs(project: Path) -> None:
+    """The sub-loop routes only when its fan-out ends, so its saved place is refreshed as
+    the items go on: after kill -9 mid-fan-out, `resume` never runs the finished `a`
+    again and runs `b`, `c` from their cut-off `two` (was: the whole fan-out again)."""
+    (project / ".loops" / "outer.yaml").write_text(OUTER)
+    process = subprocess.Popen(
+        [str(LL_LOOP), "run", "outer", "-q"],
+        cwd=project,
+        env=cli_env(project),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not (
+        {"three-a", "two-b", "two-c"} <= set(_marks(project))
+        and "0" in (_saved_inner_results(project))
+        and len(_saved_groups(project)) >= 2  # the waiting actions' groups, saved
+    ):
+        assert time.monotonic() < deadline, _marks(project)
+        time.sleep(0.05)
+    groups = action_groups(process.pid)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=30)
+
+    places = _inner_parallel(project)["places"]
+    assert {k: v[1]["current_state"] for k, v in places.items()} == {"1": "two", "2": "two"}  # type: ignore[attr-defined]
+    (project / "go-fast").touch()
+    resumed = run_cli(project, "resume", "outer", "-q", timeout=60)
+
+    assert resumed.returncode == 0, resumed.stderr
+    for group in groups:
+        assert wait_until_gone(group, 5)
+    counts = Counter(_marks(project))
+    assert counts == Counter(
+        {
+            "one-a": 1,
+            "two-a": 1,
+            "three-a": 1,
+            "one-b": 1,
+            "one-c": 1,
+            "two-b": 2,
+            "two-c": 2,
+            "three-b": 1,
+            "three-c": 1,
+            "after": 1,
+        }
+    )
+
+
+def _saved_inner_results(root: Path) -> dict[str, object]:
+    with contextlib.suppress(Exception):
+        results = _inner_parallel(root).get("results")
+        if isinstance(results, dict):
+            return results
+    return {}
+
+
+def _saved_groups(root: Path) -> list[object]:
+    with contextlib.suppress(Exception):
+        state = StatePersistence("outer", root / ".loops").load_state_checked()
+        if state is not None:
+            return list(state.action_groups or [])
+    return []

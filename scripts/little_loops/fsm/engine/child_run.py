@@ -12,12 +12,19 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor
-from little_loops.fsm.engine.events import APPROVAL_NEEDED, HANDOFF_CONTINUED, LOOP_START, ROUTE
+from little_loops.fsm.engine.events import (
+    APPROVAL_NEEDED,
+    HANDOFF_CONTINUED,
+    LOOP_START,
+    PARALLEL_BRANCH_END,
+    ROUTE,
+)
 from little_loops.fsm.engine.requests import ChildEnded, ChildSpec, Finish, Request, RunAction
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.step_result import Ending
@@ -38,6 +45,10 @@ class SubLoopFrame:
     chain: tuple[str, ...]
     records: list[dict[str, Any]]
     root_emit: EventCallback
+    # The child run of this level refreshes its place through these (`ChildRun` adds its
+    # own): a `parallel:` fan-out running in this level calls them as its items go on,
+    # since this level routes only once the whole fan-out has ended.
+    place_keepers: list[Callable[[], None]] = field(default_factory=list, compare=False)
 
 
 class ParentCore(Protocol):
@@ -118,6 +129,7 @@ class ChildRun:
         self.parent_state, self.parent_iteration = parent_state, parent_iteration
         self.events: list[dict[str, Any]] = []  # every event of the child and deeper
         self._core: ParentCore | None = None
+        frame.place_keepers.append(lambda: self.keep_place(None))
 
     @property
     def core(self) -> ParentCore:
@@ -192,9 +204,10 @@ class ChildRun:
             kind = event.get("event")
             if kind == ROUTE:
                 self.keep_place(str(event["to"]))
-            elif kind in (LOOP_START, HANDOFF_CONTINUED, APPROVAL_NEEDED):
+            elif kind in (LOOP_START, HANDOFF_CONTINUED, APPROVAL_NEEDED, PARALLEL_BRANCH_END):
                 # (a continued handoff's state runs again, prompted; a question asked is
-                # in the place, so `approve` finds it and a resume waits for it)
+                # in the place, so `approve` finds it and a resume waits for it; a fan-out
+                # item's result is in the place, so a resume never runs it again)
                 self.keep_place(None)
         self.events.append(event)
         self.frame.root_emit(event)

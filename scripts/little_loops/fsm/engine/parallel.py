@@ -35,6 +35,9 @@ from little_loops.fsm.engine.child_run import AttachedWorktree, ChildRun, Parent
 from little_loops.fsm.engine.child_worktree import absolute_run_dir
 from little_loops.fsm.engine.context import RunCursor, StepContext
 from little_loops.fsm.engine.events import (
+    APPROVAL_NEEDED,
+    HANDOFF_CONTINUED,
+    LOOP_START,
     PARALLEL_BRANCH_END,
     PARALLEL_BRANCH_START,
     PARALLEL_END,
@@ -85,6 +88,9 @@ __all__ = [
 
 
 _Sub = Generator[Request, Any, Ending | None]
+
+# An item's events after which its place (in this fan-out's memory) has moved.
+_PLACE_MOVES = frozenset({ROUTE, LOOP_START, HANDOFF_CONTINUED, APPROVAL_NEEDED})
 
 
 def run_parallel(core: ParentCore, sc: StepContext, state: StateConfig) -> _Sub:
@@ -447,7 +453,14 @@ class Fanout:
             "branch_item": item if isinstance(item, str | int | float) else json.dumps(item),
         }
 
+        keepers = self.frame.place_keepers
+
         def emit(event: dict[str, Any]) -> None:
+            if keepers and event.get("event") in _PLACE_MOVES:
+                # Inside a sub-loop (or an item): that level's place holds this fan-out's
+                # memory, and it routes only when the fan-out ends; keep it current.
+                for keep in keepers:
+                    keep()
             root({**event, **tags})
 
         return emit
