@@ -412,3 +412,38 @@ states:
     state = _state(tmp_path, "spend")
     assert (state["status"], state["current_state"]) == ("budget_exhausted", "c")
     assert state["spending"]["cost_usd"] == 0.75
+
+
+def test_a_state_budget_inside_a_sub_loop_goes_on_counting_over_a_handoff(
+    tmp_path: Path,
+) -> None:
+    """The child's `work` ($0.25 a call, budget $0.60) hands off on its second call: the
+    run pauses; resumed, `work`'s third call reaches $0.75 and routes `on_budget` (it
+    used to count again from $0 after the pause, and ran two calls more)."""
+    parent = """\
+name: parent
+initial: inner
+states:
+  inner:
+    loop: polish
+    on_yes: done
+    on_no: done
+  done:
+    terminal: true
+"""
+    write_loop(tmp_path, "parent", parent)
+    write_loop(tmp_path, "polish", STATE_BUDGET.replace("max_cost_usd: 0.5", "max_cost_usd: 0.6"))
+    handing_off = {"cost": 0.25, "text": "CONTEXT_HANDOFF: keep polishing"}
+    env = _env(tmp_path, [{"cost": 0.25}, handing_off, {"cost": 0.25}])
+
+    paused = run_cli(tmp_path, "run", "parent", env=env)
+    assert paused.returncode == 3, paused.stdout + paused.stderr
+    (record,) = _state(tmp_path, "parent")["head"]["sub_loops"]
+    assert record["spending"] == {"states": {"work": {"cost_usd": 0.5, "tokens": 240}}}
+
+    resumed = run_cli(tmp_path, "resume", "parent", env=env)
+
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert _calls(tmp_path) == 3
+    assert (tmp_path / "handoff.txt").read_text() == "handed off\n"
+    assert _state(tmp_path, "parent")["spending"]["cost_usd"] == 0.75

@@ -62,7 +62,7 @@ from little_loops.fsm.engine.requests import (
     Request,
     RunBranches,
 )
-from little_loops.fsm.engine.revisions import BRANCH_PAUSES
+from little_loops.fsm.engine.revisions import BRANCH_PAUSES, BUDGETS_OVER_PAUSES
 from little_loops.fsm.engine.routing import RoutingError, no_route_message, resolve_target
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.step_result import Ending
@@ -303,7 +303,11 @@ class Fanout:
         if ended.ending.terminated_by == "handoff":
             self.sc.cursor.handoff_count += 1
         self._roll_up(ended.spending)
-        keep_paused_place(self.memory["places"][str(index)][self.frame.depth], ended)
+        keep_paused_place(
+            self.memory["places"][str(index)][self.frame.depth],
+            ended,
+            keep_state_budgets=self.core.revised(BUDGETS_OVER_PAUSES),
+        )
 
     def _roll_up(self, spent: Any) -> None:
         if spent.anything:

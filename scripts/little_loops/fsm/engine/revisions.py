@@ -22,6 +22,7 @@ from __future__ import annotations
 
 __all__ = [
     "BRANCH_PAUSES",
+    "BUDGETS_OVER_PAUSES",
     "HEAD_RATE_LIMITS",
     "REVISIONS",
     "WORKSPACE_FINGERPRINT",
@@ -41,7 +42,12 @@ BRANCH_PAUSES = "ll-loop:2026-11:branch-pauses"
 """A handoff or a usage limit that ends an item of a `parallel:` fan-out pauses the run with
 the item's place kept (as one inside a sub-loop does); before it, the item ended `no`."""
 
-REVISIONS = (WORKSPACE_FINGERPRINT, HEAD_RATE_LIMITS, BRANCH_PAUSES)
+BUDGETS_OVER_PAUSES = "ll-loop:2026-11:budgets-over-pauses"
+"""A child (sub-loop or fan-out item) that pauses the run keeps what its states with a
+budget spent in its place, so their budgets go on counting after the resume; before it,
+they counted again from nothing."""
+
+REVISIONS = (WORKSPACE_FINGERPRINT, HEAD_RATE_LIMITS, BRANCH_PAUSES, BUDGETS_OVER_PAUSES)
 """Every named change, oldest first."""
 
 

@@ -41,6 +41,7 @@ from little_loops.fsm.engine.child_worktree import ChildWorktree
 from little_loops.fsm.engine.context import RunCursor, StepContext
 from little_loops.fsm.engine.events import ROUTE
 from little_loops.fsm.engine.requests import ChildEnded, LoadChild, LoadedChild, Request, RunChild
+from little_loops.fsm.engine.revisions import BUDGETS_OVER_PAUSES
 from little_loops.fsm.engine.routing import RoutingError, no_route_message, resolve_target
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.step_result import Ending
@@ -250,7 +251,11 @@ class _ChildRun:
         if ended.ending.terminated_by == "handoff":
             self.sc.cursor.handoff_count += 1
         self._roll_up(ended)
-        keep_paused_place(self.frame.records[self.frame.depth], ended)
+        keep_paused_place(
+            self.frame.records[self.frame.depth],
+            ended,
+            keep_state_budgets=self.core.revised(BUDGETS_OVER_PAUSES),
+        )
 
     def _run_budget_spent(self, ended: ChildEnded) -> bool:
         """Whether the child stopped at the run's budget (not only its own): the whole

@@ -73,11 +73,20 @@ def child_record(
     }
 
 
-def keep_paused_place(record: dict[str, Any], ended: ChildEnded) -> None:
+_KEPT_OVER_A_PAUSE = ("states", "wrapped_up")
+"""The parts of a paused child's spending that are its own, not rolled up into the parent."""
+
+
+def keep_paused_place(
+    record: dict[str, Any], ended: ChildEnded, *, keep_state_budgets: bool = True
+) -> None:
     """A child that paused the run (a handoff, a usage limit, a stop) keeps its place in
     `record`: a handoff's state runs again with its prompt, a usage limit's wait goes on,
     an interruption's place is the last route's. What it spent so far is rolled up into the
-    parent's by the caller: the resumed child counts from nothing."""
+    parent's by the caller, so the resumed child's totals count from nothing; what its own
+    states with a budget spent (`states`) and the wrap-ups it ran (`wrapped_up`) are kept,
+    so a state budget inside the child goes on counting over the pause
+    (`keep_state_budgets`: `revisions.BUDGETS_OVER_PAUSES`; without it, nothing is kept)."""
     ending = ended.ending
     if ending.terminated_by == "handoff":
         prompt = ending.continuation_prompt or ""
@@ -85,7 +94,8 @@ def keep_paused_place(record: dict[str, Any], ended: ChildEnded) -> None:
         record["handoff_context"] = handoff.to_dict()
         record["counters"]["handoff_count"] = ended.handoff_count
     record["limit_wait"] = ended.limit_wait
-    record["spending"] = {}
+    spent = ended.spending.to_dict() if keep_state_budgets else {}
+    record["spending"] = {key: spent[key] for key in _KEPT_OVER_A_PAUSE if key in spent}
 
 
 def matching_record(
