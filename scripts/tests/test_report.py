@@ -261,3 +261,16 @@ def _commit_all(root: Path) -> None:
     who = ["-c", "user.name=Test", "-c", "user.email=test@example.invalid"]
     for args in (["init", "-q"], ["add", "."], [*who, "commit", "-qm", "start"]):
         subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, timeout=30)
+
+
+def test_without_runs_under_ll_engine_temporal_it_says_where_a_temporal_runs_figures_are(
+    tmp_path: Path,
+) -> None:
+    env = {**cli_env(tmp_path), "LL_ENGINE": "temporal"}
+    done = run_cli(tmp_path, "report", "night", env=env)
+
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        "No runs of 'night' kept in .loops/ "
+        "(a Temporal run's: ll-loop status night --engine temporal)\n"
+    )

@@ -10,9 +10,11 @@ prints one JSON document instead. Exit 0, or 1 with one line when no run is kept
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime
 from pathlib import Path
 
+from little_loops.cli.engine_choice import ENGINE_ENV
 from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.history_lines import clock_time
 from little_loops.cli.output import plural, write_error_line, write_line
@@ -46,13 +48,23 @@ def report_command(
         return OK
     if not runs:
         what = f"of '{names[0]}'" if loop_arg else "of any loop"
-        write_error_line(f"No runs {what} kept{_since_text(since)}")
+        write_error_line(f"No runs {what} kept{_since_text(since)}{_temporal_hint(loop_arg)}")
         return FAILED
     for name in names:
         kept = [run for run in runs if run.loop == name]
         if kept:
             _print_loop(name, kept)
     return OK
+
+
+def _temporal_hint(loop_arg: str | None) -> str:
+    """Where a Temporal run's figures are (`LL_ENGINE=temporal`): its workflow keeps them,
+    not `.loops/`, which is all `report` reads."""
+    if os.environ.get(ENGINE_ENV) != "temporal":
+        return ""
+    return (
+        f" in .loops/ (a Temporal run's: ll-loop status {loop_arg or '<loop>'} --engine temporal)"
+    )
 
 
 def _since_text(since: datetime | None) -> str:
