@@ -263,14 +263,9 @@ def _commit_all(root: Path) -> None:
         subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, timeout=30)
 
 
-def test_without_runs_under_ll_engine_temporal_it_says_where_a_temporal_runs_figures_are(
-    tmp_path: Path,
-) -> None:
-    env = {**cli_env(tmp_path), "LL_ENGINE": "temporal"}
-    done = run_cli(tmp_path, "report", "night", env=env)
+def test_report_on_temporal_names_its_loop(tmp_path: Path) -> None:
+    """The latest run of a loop's workflow: `--engine temporal` needs the loop's name."""
+    done = run_cli(tmp_path, "report", "--engine", "temporal")
 
-    assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == (
-        "No runs of 'night' kept in .loops/ "
-        "(a Temporal run's: ll-loop status night --engine temporal)\n"
-    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.strip().endswith("--engine temporal: name the loop to report")

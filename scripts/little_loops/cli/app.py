@@ -453,6 +453,7 @@ def _add_report(sub: Subparsers) -> None:
         "or an age (30m, 2h, 1d)",
     )
     report.add_argument("--json", action="store_true", help="print one JSON document")
+    _add_engine_option(report)
 
 
 def _since(text: str) -> object:

@@ -10,11 +10,9 @@ prints one JSON document instead. Exit 0, or 1 with one line when no run is kept
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime
 from pathlib import Path
 
-from little_loops.cli.engine_choice import ENGINE_ENV
 from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.history_lines import clock_time
 from little_loops.cli.output import plural, write_error_line, write_line
@@ -31,7 +29,7 @@ from little_loops.fsm.store.run_report import (
     runs_of_loop,
 )
 
-__all__ = ["report_command"]
+__all__ = ["report_command", "show_report"]
 
 
 def report_command(
@@ -43,28 +41,32 @@ def report_command(
 ) -> int:
     names = [loop_name_for(loop_arg)] if loop_arg else reported_loops(loops_dir)
     runs = [run for name in names for run in runs_of_loop(loops_dir, name, since)]
+    what = f"of '{names[0]}'" if loop_arg else "of any loop"
+    nothing = f"No runs {what} kept{_since_text(since)}"
+    return show_report(names, runs, since=since, as_json=as_json, nothing=nothing)
+
+
+def show_report(
+    names: list[str],
+    runs: list[RunFigures],
+    *,
+    since: datetime | None,
+    as_json: bool,
+    nothing: str,
+) -> int:
+    """Print the report of `runs` (a table per loop of `names`, or `--json`); `nothing`
+    is the line said (exit 1) when there is no run to report."""
     if as_json:
         write_line(json.dumps(report_document(runs, since), indent=2))
         return OK
     if not runs:
-        what = f"of '{names[0]}'" if loop_arg else "of any loop"
-        write_error_line(f"No runs {what} kept{_since_text(since)}{_temporal_hint(loop_arg)}")
+        write_error_line(nothing)
         return FAILED
     for name in names:
         kept = [run for run in runs if run.loop == name]
         if kept:
             _print_loop(name, kept)
     return OK
-
-
-def _temporal_hint(loop_arg: str | None) -> str:
-    """Where a Temporal run's figures are (`LL_ENGINE=temporal`): its workflow keeps them,
-    not `.loops/`, which is all `report` reads."""
-    if os.environ.get(ENGINE_ENV) != "temporal":
-        return ""
-    return (
-        f" in .loops/ (a Temporal run's: ll-loop status {loop_arg or '<loop>'} --engine temporal)"
-    )
 
 
 def _since_text(since: datetime | None) -> str:

@@ -18,6 +18,7 @@ from little_loops.cli.output import usage_error, write_error_line
 from little_loops.cli.run_backend import (
     ApprovalBackend,
     HistoryRequest,
+    ReportBackend,
     ResumeRequest,
     RunBackend,
     RunRequest,
@@ -122,9 +123,9 @@ def _history(a: argparse.Namespace) -> int:
 
 
 def _report(a: argparse.Namespace) -> int:
-    from little_loops.cli.cmd_report import report_command
-
-    return report_command(a.loop, since=a.since, as_json=a.json)
+    backend = backend_for(a.engine)
+    assert isinstance(backend, ReportBackend)  # both backends report
+    return backend.report(a.loop, since=a.since, as_json=a.json)
 
 
 def _list(a: argparse.Namespace) -> int:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from little_loops.cli.output import usage_error, write_error_line
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from little_loops.cli.run_backend import HistoryRequest, ResumeRequest, RunRequest
     from little_loops.cli.run_options import RunOptions
     from little_loops.fsm.model.approval import ApprovalAnswer
@@ -70,6 +72,11 @@ class LocalBackend:
 
         check_running_dir()
         return answer_command(loop_arg, answer)
+
+    def report(self, loop_arg: str | None, *, since: datetime | None, as_json: bool) -> int:
+        from little_loops.cli.cmd_report import report_command
+
+        return report_command(loop_arg, since=since, as_json=as_json)
 
     def history(self, loop_arg: str, request: HistoryRequest) -> int:
         from little_loops.cli.cmd_history import history_command

@@ -1,6 +1,7 @@
 """The one seam between the commands and where runs live: `RunBackend`.
 
-`run`, `resume`, `status`, `stop`, `approve`/`reject`, `history` and `list --running` are
+`run`, `resume`, `status`, `stop`, `approve`/`reject`, `history`, `report` and
+`list --running` are
 the commands whose work depends on the engine; the dispatch picks a backend once
 (`--engine`, `LL_ENGINE`) and calls it, never branching on the engine itself.
 `local_backend.LocalBackend` keeps runs on this machine (`.loops/.running/`);
@@ -14,11 +15,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from little_loops.cli.history_query import EventFilter
     from little_loops.cli.run_options import RunOptions
     from little_loops.fsm.model.approval import ApprovalAnswer
 
-__all__ = ["ApprovalBackend", "HistoryRequest", "ResumeRequest", "RunBackend", "RunRequest"]
+__all__ = [
+    "ApprovalBackend",
+    "HistoryRequest",
+    "ReportBackend",
+    "ResumeRequest",
+    "RunBackend",
+    "RunRequest",
+]
 
 
 @dataclass(frozen=True)
@@ -99,4 +109,14 @@ class ApprovalBackend(Protocol):
 
     def answer(self, loop_arg: str, answer: ApprovalAnswer) -> int:
         """`ll-loop approve <loop>` / `ll-loop reject <loop>`."""
+        ...
+
+
+@runtime_checkable
+class ReportBackend(Protocol):
+    """Where `ll-loop report` finds the runs (issue 26): the local runs kept in `.loops/`,
+    or the latest run of a loop's workflow. Both backends are one too."""
+
+    def report(self, loop_arg: str | None, *, since: datetime | None, as_json: bool) -> int:
+        """`ll-loop report [<loop>]`."""
         ...

@@ -12,6 +12,8 @@ from little_loops.cli import temporal_engine
 from little_loops.cli.output import usage_error
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from little_loops.cli.run_backend import HistoryRequest, ResumeRequest, RunRequest
     from little_loops.cli.run_options import RunOptions
     from little_loops.fsm.model.approval import ApprovalAnswer
@@ -38,6 +40,11 @@ class TemporalBackend:
 
     def answer(self, loop_arg: str, answer: ApprovalAnswer) -> int:
         return temporal_engine.answer_temporal(loop_arg, answer)
+
+    def report(self, loop_arg: str | None, *, since: datetime | None, as_json: bool) -> int:
+        if loop_arg is None:
+            return usage_error("report", "--engine temporal: name the loop to report")
+        return temporal_engine.report_temporal(loop_arg, since=since, as_json=as_json)
 
     def history(self, loop_arg: str, request: HistoryRequest) -> int:
         if request.list_runs or request.run is not None:

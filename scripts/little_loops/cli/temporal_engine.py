@@ -22,7 +22,7 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -526,6 +526,39 @@ def history_temporal(
         return FAILED
     print_events(found, tail, output, query or EventFilter())
     return OK
+
+
+def report_temporal(loop_arg: str, *, since: datetime | None, as_json: bool) -> int:
+    """`ll-loop report --engine temporal <loop>`: the latest workflow run's figures, from
+    its status and the events its workflow kept (asked of a worker, as `history` does)."""
+    from little_loops.cli.cmd_report import show_report
+    from little_loops.fsm.store.run_report import run_started_since, workflow_run
+
+    name = loop_name_for(loop_arg)
+
+    async def kept(runs: LoopRuns) -> tuple[dict[str, Any], list[dict[str, Any]], int] | None:
+        from little_loops.fsm.temporal.workflow import LoopWorkflow
+
+        state = await runs.status(name)
+        if state is None:
+            return None
+        page = await runs.ask(name, LoopWorkflow.events, 0)
+        return state, list(page.events), page.total
+
+    found = _run_async(kept)
+    runs = []
+    if found is not None:
+        state, events, total = found
+        run = workflow_run(name, state, events)
+        if since is None or run_started_since(run, since):
+            runs.append(run)
+        if len(events) < total and not as_json:
+            Logger().warning(
+                f"per-state figures from the last {len(events)} of {total} events "
+                "(the run's totals are whole)"
+            )
+    nothing = f"No run of '{name}' on Temporal{'' if since is None else ' since then'}"
+    return show_report([name], runs, since=since, as_json=as_json, nothing=nothing)
 
 
 def watch_temporal(loop_arg: str, *, verbose: bool = False, wait: bool = False) -> int:

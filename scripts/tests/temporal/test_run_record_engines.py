@@ -112,3 +112,44 @@ def test_a_head_sub_loop_run_says_the_same_on_both_engines(
 
     assert (remote_status["status"], remote_status["last_result"]) == ("completed", None)
     assert _comparable(remote_status, remote) == _comparable(local_status, local)
+
+
+def _report_run(checkout: Path, env: dict[str, str], *engine: str) -> dict[str, Any]:
+    """The one run `ll-loop report hello --json` gives, without what differs between runs."""
+    done = run_cli(checkout, "report", "hello", "--json", *engine, env=env)
+    assert done.returncode == 0, done.stderr
+    (run,) = json.loads(done.stdout)["runs"]
+    return {k: v for k, v in run.items() if k not in ("started_at", "duration_ms")}
+
+
+def test_report_of_hello_is_the_same_on_both_engines(
+    time_skipping: TimeSkipping, tmp_path: Path
+) -> None:
+    """Issue 26 item 3 on Temporal (`report --engine temporal`): the run's figures from
+    its status, per state from the events its workflow kept (a worker answers, as for
+    `history --engine temporal`)."""
+    text = HELLO.read_text(encoding="utf-8")
+    local = checkout_with(tmp_path / "local", "hello", text)
+    env = cli_env(tmp_path)
+    assert run_cli(local, "run", "hello", env=env).returncode == 3
+    assert run_cli(local, "resume", "hello", env=env).returncode == 0
+    remote = checkout_with(tmp_path / "remote", "hello", text)
+    runs = runs_for(time_skipping, remote)
+    server = {
+        "LL_TEMPORAL_ADDRESS": time_skipping.client.service_client.config.target_host,
+        "LL_TEMPORAL_NAMESPACE": time_skipping.client.namespace,
+    }
+
+    async def scenario() -> dict[str, Any]:
+        async with build_worker(runs.client, runs.task_queue):
+            handle = await runs.start(run_input(runs, "hello"))
+            await runs.follow("hello", lambda event: None)  # until it pauses
+            await runs.resume("hello", ResumeSignal())
+            await asyncio.wait_for(handle.result(), WAIT_SECONDS)
+            engine = ("--engine", "temporal")
+            return await asyncio.to_thread(_report_run, remote, {**env, **server}, *engine)
+
+    on_temporal = time_skipping.run(scenario())
+
+    assert on_temporal == _report_run(local, env)
+    assert on_temporal["states"]["check"]["verdicts"] == {"failure": 1, "success": 1}

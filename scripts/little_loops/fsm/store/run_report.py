@@ -23,6 +23,7 @@ backoffs).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,7 +49,9 @@ __all__ = [
     "loop_totals",
     "report_document",
     "reported_loops",
+    "run_started_since",
     "runs_of_loop",
+    "workflow_run",
 ]
 
 _YES = ("yes", "success")
@@ -191,10 +194,11 @@ def runs_of_loop(loops_dir: Path, loop: str, since: datetime | None = None) -> l
         _figures(folder, loop, number, folder == running)
         for number, folder in enumerate(folders, start=1)
     ]
-    return [run for run in runs if since is None or _started_since(run, since)]
+    return [run for run in runs if since is None or run_started_since(run, since)]
 
 
-def _started_since(run: RunFigures, since: datetime) -> bool:
+def run_started_since(run: RunFigures, since: datetime) -> bool:
+    """Whether `run` started at `since` or later (a run without a start: no)."""
     try:
         started = datetime.fromisoformat(str(run.started_at))
     except ValueError:
@@ -211,12 +215,29 @@ def _figures(folder: Path, loop: str, number: int, latest: bool) -> RunFigures:
     state = _read_state(folder / f"{loop}{_STATE_SUFFIX}")
     if state is None:
         state = _state_from_tail(events)
+    _take_state(run, state)
+    _read_events(run, events)
+    return run
+
+
+def workflow_run(
+    loop: str, state: Mapping[str, Any], events: Iterable[Mapping[str, Any]]
+) -> RunFigures:
+    """A Temporal run's figures (its workflow keeps no files): the state its `status`
+    query or its outcome gives, and the events the workflow kept."""
+    run = RunFigures(loop, 1, True)
+    _take_state(run, state)
+    tally = _Tally(run)
+    for event in events:
+        tally.take(dict(event))
+    return run
+
+
+def _take_state(run: RunFigures, state: Mapping[str, Any]) -> None:
     run.status = state.get("status")
     run.started_at = state.get("started_at")
     run.duration_ms = state.get("elapsed_ms")
     _take_spending(run, state.get("spending"))
-    _read_events(run, events)
-    return run
 
 
 def _read_state(path: Path) -> dict[str, Any] | None:
