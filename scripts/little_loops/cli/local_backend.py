@@ -16,7 +16,7 @@ from little_loops.cli.output import usage_error, write_error_line
 if TYPE_CHECKING:
     from little_loops.cli.run_backend import HistoryRequest, ResumeRequest, RunRequest
     from little_loops.cli.run_options import RunOptions
-    from little_loops.fsm.model.approval import ApprovalAnswer
+    from little_loops.fsm.model.approval_records import ApprovalAnswer
 
 __all__ = ["LocalBackend", "check_running_dir"]
 

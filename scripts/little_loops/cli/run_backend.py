@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from little_loops.cli.history_query import EventFilter
     from little_loops.cli.run_options import RunOptions
-    from little_loops.fsm.model.approval import ApprovalAnswer
+    from little_loops.fsm.model.approval_records import ApprovalAnswer
 
 __all__ = ["ApprovalBackend", "HistoryRequest", "ResumeRequest", "RunBackend", "RunRequest"]
 

@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from little_loops.fsm.engine.action_step import (
     complete_action,
@@ -28,7 +28,6 @@ from little_loops.fsm.engine.action_step import (
     prepare_retry,
     spent_tokens,
 )
-from little_loops.fsm.engine.approval_step import ask_approval
 from little_loops.fsm.engine.budget_routes import (
     announce_wrap_up,
     budget_message,
@@ -38,7 +37,6 @@ from little_loops.fsm.engine.budget_routes import (
     spent_state_budget,
     take_wrap_up,
 )
-from little_loops.fsm.engine.circuit import note_outcome, trip_route, watched_paths
 from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor, StepContext, iso_time
 from little_loops.fsm.engine.cursor_records import LimitWaitRecord
 from little_loops.fsm.engine.edge_revisits import count_edge
@@ -105,19 +103,6 @@ from little_loops.fsm.engine.limit_step import (
     wait_keys,
     wait_record,
 )
-from little_loops.fsm.engine.parallel import run_parallel
-from little_loops.fsm.engine.requests import (
-    Checkpoint,
-    EvaluateWithIO,
-    Finish,
-    HandOff,
-    InspectWorkspace,
-    Request,
-    RunAction,
-    SaveSnapshot,
-    Sleep,
-    WaitUntil,
-)
 from little_loops.fsm.engine.retries import count_entry, leave_exhausted
 from little_loops.fsm.engine.revisions import (
     HEAD_RATE_LIMITS,
@@ -139,8 +124,18 @@ from little_loops.fsm.engine.run_events import (
     ignore_event,
 )
 from little_loops.fsm.engine.run_guards import RunGuards
+from little_loops.fsm.engine.run_requests import (
+    Checkpoint,
+    EvaluateWithIO,
+    Finish,
+    HandOff,
+    InspectWorkspace,
+    RunAction,
+    SaveSnapshot,
+    Sleep,
+    WaitUntil,
+)
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step, step_ending
-from little_loops.fsm.engine.sub_loop import SubLoopFrame, run_sub_loop
 from little_loops.fsm.engine.throttle import count_action_run, keep_visit_count
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext
@@ -153,6 +148,10 @@ from little_loops.fsm.model.parallel_config import parallel_of
 from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
 from little_loops.fsm.schema import FSMLoop, StateConfig
 from little_loops.fsm.signal_detector import SignalDetector
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.requests import Request
+    from little_loops.fsm.engine.sub_loop import SubLoopFrame
 
 __all__ = ["BUDGET", "SAVE_POINTS", "USAGE_LIMITED", "RunCore", "SaveCallback"]
 
@@ -184,8 +183,9 @@ USAGE_LIMITED = "usage_limited"
 """`terminated_by` of a run whose usage limit resets beyond `rate_limit.max_wait`."""
 
 # What the core's generator yields, and what it is sent back.
-_Steps = Generator[Request, Any, None]
-_Sub = Generator[Request, Any, Ending | None]
+if TYPE_CHECKING:  # `Request` is the union of every request, features' too
+    _Steps = Generator[Request, Any, None]
+    _Sub = Generator[Request, Any, Ending | None]
 
 
 @dataclass(frozen=True)
@@ -508,16 +508,22 @@ class RunCore:
     def _run_state(self, sc: StepContext, state: StateConfig) -> _Sub:
         """Execute one state; return how the run ends when it ends here."""
         if isinstance(state, HeadStateConfig) and state.loop:
+            from little_loops.fsm.engine.sub_loop import run_sub_loop  # only sub-loops load it
+
             name = self.cursor.current_state
             ending = yield from run_sub_loop(self, sc, state)
             return ending if ending is not None else self._over_budget_after_child(sc, name)
         if parallel_of(state) is not None:  # issue 25, both dialects
+            from little_loops.fsm.engine.parallel import run_parallel  # only fan-outs load it
+
             return (yield from run_parallel(self, sc, state))
         try:
             ctx = sc.interpolation()
         except FragmentParameterError as exc:  # HEAD §5: an unbound required parameter
             return Ending("error", str(exc))
         if is_approval(state):  # issue 26: ask a person, wait for the answer
+            from little_loops.fsm.engine.approval_step import ask_approval  # only approvals
+
             return (yield from ask_approval(sc, state, ctx, self._now))
         step = Step()
         if state.action:
@@ -597,6 +603,8 @@ class RunCore:
         circuit = fsm.circuit if isinstance(fsm, HeadLoop) else None
         if circuit is None or step.verdict is None or state.next or state.loop:
             return None
+        from little_loops.fsm.engine.circuit import note_outcome, trip_route, watched_paths
+
         fingerprint = None
         if circuit.progress_paths:
             fingerprint = yield watched_paths(circuit, ctx)

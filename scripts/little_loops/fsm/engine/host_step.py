@@ -23,7 +23,7 @@ from little_loops.fsm.engine.host_failover import (
     note_session,
     take_return,
 )
-from little_loops.fsm.engine.requests import RunAction
+from little_loops.fsm.engine.run_requests import RunAction
 from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.model.agent_hosts import DEFAULT_HOST
 from little_loops.fsm.model.head_loop import HeadStateConfig

@@ -22,7 +22,7 @@ import dataclasses
 import json
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from little_loops.fsm.engine.child_binding import (
     ChildBindingError,
@@ -51,22 +51,20 @@ from little_loops.fsm.engine.parallel_items import (
     fanout_route,
     fanout_verdict,
 )
-from little_loops.fsm.engine.requests import (
-    BranchToRun,
-    LoadChild,
-    LoadedChild,
-    Request,
-    RunBranches,
-)
+from little_loops.fsm.engine.requests import BranchToRun, RunBranches
 from little_loops.fsm.engine.routing import RoutingError, no_route_message, resolve_target
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.step_result import Ending
 from little_loops.fsm.engine.sub_loop import top_frame
 from little_loops.fsm.engine.sub_loop_record import restore_guards, restored_cursor
+from little_loops.fsm.engine.sub_loop_requests import LoadChild, LoadedChild
 from little_loops.fsm.interpolation import InterpolationError, interpolate
 from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.model.parallel_config import ParallelConfig, parallel_of
 from little_loops.fsm.schema import FSMLoop, StateConfig
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.requests import Request
 
 __all__ = [
     "PARALLEL_BRANCH_END",
@@ -78,7 +76,8 @@ __all__ = [
 ]
 
 
-_Sub = Generator[Request, Any, Ending | None]
+if TYPE_CHECKING:  # `Request` is the union of every request, features' too
+    _Sub = Generator[Request, Any, Ending | None]
 
 
 def run_parallel(core: ParentCore, sc: StepContext, state: StateConfig) -> _Sub:

@@ -22,18 +22,9 @@ import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Generic, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from little_loops.fsm.engine.action_step import call_runner
-from little_loops.fsm.engine.approval_wait import ApprovalInbox, wait_for_answer
-from little_loops.fsm.engine.branch_servers import ExecutorBranchServer, SerialBranchServer
-from little_loops.fsm.engine.branch_threads import BranchServer, drive_branches
-from little_loops.fsm.engine.child_loader import (
-    add_branch_worktree,
-    attach_worktree,
-    detach_worktree,
-    load_child,
-)
 from little_loops.fsm.engine.context import (
     ActionRunner,
     Checkpointer,
@@ -43,28 +34,19 @@ from little_loops.fsm.engine.context import (
 )
 from little_loops.fsm.engine.core import RunCore, SaveCallback
 from little_loops.fsm.engine.evaluation_step import judge
-from little_loops.fsm.engine.requests import (
-    AddBranchWorktree,
-    AttachWorktree,
-    AwaitApproval,
+from little_loops.fsm.engine.run_events import ignore_event
+from little_loops.fsm.engine.run_guards import RunGuards
+from little_loops.fsm.engine.run_requests import (
     Checkpoint,
-    ChildEnded,
-    DetachWorktree,
     EvaluateWithIO,
     FingerprintPaths,
     Finish,
     HandOff,
     InspectWorkspace,
-    LoadChild,
-    Request,
     RunAction,
-    RunBranches,
-    RunChild,
     Sleep,
     WaitUntil,
 )
-from little_loops.fsm.engine.run_events import ignore_event
-from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
@@ -75,6 +57,18 @@ from little_loops.fsm.process.runner import DefaultActionRunner
 from little_loops.fsm.process.workspace import WorkspaceWatcher
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.signal_detector import DetectedSignal, SignalDetector
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.approval_wait import ApprovalInbox
+    from little_loops.fsm.engine.branch_threads import BranchServer
+    from little_loops.fsm.engine.parallel_requests import AddBranchWorktree
+    from little_loops.fsm.engine.requests import Request, RunBranches, RunChild
+    from little_loops.fsm.engine.sub_loop_requests import (
+        AttachWorktree,
+        ChildEnded,
+        DetachWorktree,
+        LoadChild,
+    )
 
 __all__ = ["ExecutionResult", "FSMExecutor"]
 
@@ -308,6 +302,9 @@ class FSMExecutor:
 
     def _run_branches(self, request: RunBranches) -> None:
         """A `parallel:` fan-out: its branches run side by side (`branch_threads`)."""
+        from little_loops.fsm.engine.branch_servers import SerialBranchServer
+        from little_loops.fsm.engine.branch_threads import drive_branches
+
         drive_branches(
             request.fanout,
             self._open_branch_server,
@@ -333,11 +330,22 @@ class FSMExecutor:
         if self._shutdown_requested:
             server.request_shutdown()
         tell = getattr(self.action_runner, "on_group_running", None)
+        from little_loops.fsm.engine.branch_servers import ExecutorBranchServer
+
         return ExecutorBranchServer(server, runner, self._branch_groups, tell, lock)
 
     def _serve_sub_loop(
         self, request: LoadChild | AttachWorktree | DetachWorktree | AddBranchWorktree
     ) -> Any:
+        from little_loops.fsm.engine.child_loader import (
+            add_branch_worktree,
+            attach_worktree,
+            detach_worktree,
+            load_child,
+        )
+        from little_loops.fsm.engine.parallel_requests import AddBranchWorktree
+        from little_loops.fsm.engine.sub_loop_requests import AttachWorktree, LoadChild
+
         loops_dir = self.guards.loops_dir or Path(".loops")
         if isinstance(request, AddBranchWorktree):
             return add_branch_worktree(request.branch, loops_dir, request.label, request.fresh)
@@ -397,7 +405,27 @@ class FSMExecutor:
         if isinstance(request, WaitUntil):
             self._wait_until(request.until)
             return None
+        if isinstance(request, HandOff):
+            assert self.handoff_handler is not None
+            return self.handoff_handler.handle(request.loop_name, request.continuation)
+        return self._serve_feature(request)
+
+    def _serve_feature(self, request: Request) -> Any:
+        """A request of a feature a plain loop never reaches (an approval, a sub-loop, a
+        fan-out): the modules that serve it are imported here, at its first request, so
+        that a plain run does not load them at start-up."""
+        from little_loops.fsm.engine.approval_requests import AwaitApproval
+        from little_loops.fsm.engine.parallel_requests import AddBranchWorktree
+        from little_loops.fsm.engine.requests import RunBranches, RunChild
+        from little_loops.fsm.engine.sub_loop_requests import (
+            AttachWorktree,
+            DetachWorktree,
+            LoadChild,
+        )
+
         if isinstance(request, AwaitApproval):
+            from little_loops.fsm.engine.approval_wait import wait_for_answer
+
             return wait_for_answer(
                 request, self.approvals, self.clock, self._wake, self._stop_requested
             )
@@ -405,7 +433,7 @@ class FSMExecutor:
             return self._run_child(request)
         if isinstance(request, RunBranches):
             return self._run_branches(request)
-        if isinstance(request, LoadChild | AttachWorktree | DetachWorktree | AddBranchWorktree):
-            return self._serve_sub_loop(request)
-        assert isinstance(request, HandOff) and self.handoff_handler is not None
-        return self.handoff_handler.handle(request.loop_name, request.continuation)
+        assert isinstance(
+            request, LoadChild | AttachWorktree | DetachWorktree | AddBranchWorktree
+        ), request
+        return self._serve_sub_loop(request)

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from little_loops.fsm.engine import events
-from little_loops.fsm.engine.approval_wait import ApprovalInbox
 from little_loops.fsm.engine.context import (
     ActionRunner,
     Checkpointer,
@@ -28,8 +26,8 @@ from little_loops.fsm.engine.context import (
     EventCallback,
     RunCursor,
 )
-from little_loops.fsm.engine.requests import SaveSnapshot
 from little_loops.fsm.engine.run_loop import FSMExecutor
+from little_loops.fsm.engine.run_requests import SaveSnapshot
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.errors import LoopError, RunFilesError, StateFileError
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
@@ -72,6 +70,9 @@ from little_loops.fsm.store.state_files import (
     is_process_alive,
     now_iso,
 )
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.approval_wait import ApprovalInbox
 
 __all__ = [
     "RUNNING_DIR",
@@ -245,7 +246,7 @@ class PersistentExecutor:
         # one record, `store.run_record`).
         self.record = RunRecord(
             self.fsm,
-            socket.gethostname(),
+            os.uname().nodename,  # socket.gethostname() on POSIX, without loading socket
             dict(context_overrides or {}),
             budget_override=self.settings.max_cost_usd,
             notify_override=self.settings.notify,
