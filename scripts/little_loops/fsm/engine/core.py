@@ -69,32 +69,14 @@ from little_loops.fsm.engine.head_auth import auth_failure_route
 from little_loops.fsm.engine.head_caps import announce_summary, cap_reached, take_summary
 from little_loops.fsm.engine.head_context import FragmentParameterError
 from little_loops.fsm.engine.head_endings import CAP_ENDINGS, FAILURE_TERMINAL
-from little_loops.fsm.engine.head_rate_limit_step import leave_rate_limited, wait_in_place
-from little_loops.fsm.engine.head_rate_limits import (
-    LADDER_KINDS,
-    HeadExhausted,
-    HeadLimits,
-    HeadWait,
-    head_limits,
-    note_through,
-    plan_head_wait,
-)
 from little_loops.fsm.engine.head_routing import HeadRoute
 from little_loops.fsm.engine.head_routing_step import move_head
-from little_loops.fsm.engine.host_failover import Blocked, session_of
 from little_loops.fsm.engine.host_step import (
     choose_host,
     fail_over,
     moved_prompt,
     note_ran,
     rehosted,
-)
-from little_loops.fsm.engine.limit_policy import (
-    LimitBackoff,
-    LimitGiveUp,
-    LimitWait,
-    plan_after_limit,
-    saved_wait_plan,
 )
 from little_loops.fsm.engine.limit_step import (
     CONTINUE_PROMPT,
@@ -150,6 +132,8 @@ from little_loops.fsm.schema import FSMLoop, StateConfig
 from little_loops.fsm.signal_detector import SignalDetector
 
 if TYPE_CHECKING:
+    from little_loops.fsm.engine.head_rate_limits import HeadLimits
+    from little_loops.fsm.engine.limit_policy import LimitBackoff
     from little_loops.fsm.engine.requests import Request
     from little_loops.fsm.engine.sub_loop import SubLoopFrame
 
@@ -636,8 +620,18 @@ class RunCore:
             hit = None if self.shutdown_requested else limit_of(result, request.slash, self._now())
             if hit is None:
                 if limits is not None and not self.shutdown_requested:  # it got through
+                    from little_loops.fsm.engine.head_rate_limits import note_through
+
                     note_through(self.cursor.head.rate_limit, self.cursor.current_state)
                 return complete_action(sc, state, request, result)
+            # Limits are met rarely: their modules load at the first one (start-up cost).
+            from little_loops.fsm.engine.head_rate_limits import LADDER_KINDS
+            from little_loops.fsm.engine.limit_policy import (
+                LimitGiveUp,
+                LimitWait,
+                plan_after_limit,
+            )
+
             moved = self._fail_over(sc, state, (first, request), result, hit, retries + 1)
             first, hit, own_session = moved.first, moved.hit, moved.session
             if moved.request is not None:  # issue 24: on the next host of the state's list
@@ -695,6 +689,8 @@ class RunCore:
         name = self.cursor.current_state
         sc.host = None
         if saved is not None and saved.state == name:
+            from little_loops.fsm.engine.limit_policy import saved_wait_plan
+
             give_up = saved_wait_plan(saved.to_dict(), self.fsm.rate_limit, now=self._now())
             if give_up is not None:
                 return Ending(USAGE_LIMITED, give_up.message)
@@ -733,6 +729,8 @@ class RunCore:
         the next free host (`request`: its run there, the same prompt and a note), or, all
         limited, to the earliest to be free (its limit and session to wait for). Otherwise
         the limit is met as before: `first`, `hit` and the run's own session unchanged."""
+        from little_loops.fsm.engine.host_failover import Blocked, session_of
+
         first, request = requests
         # The session to continue after a wait ("" for a claude run that had none).
         own = (result.claude.session_id or "") if result.claude is not None else None
@@ -756,9 +754,11 @@ class RunCore:
         list is free (limited, or paced out), first wait for the earliest to be free (or
         end `usage_limited` when that is beyond `rate_limit.max_wait`)."""
         choice = choose_host(sc, state, self._now())
-        if not isinstance(choice, Blocked):
+        if choice is None or isinstance(choice, str):  # not `Blocked`: a host, or no choice
             sc.host = choice
             return None
+        from little_loops.fsm.engine.limit_policy import LimitGiveUp, LimitWait, plan_after_limit
+
         plan = plan_after_limit(
             choice.hit, self.fsm.rate_limit, backoffs=0, usage_waits=0, now=self._now()
         )
@@ -775,6 +775,10 @@ class RunCore:
 
     def _head_limits(self, state: StateConfig) -> HeadLimits | None:
         """`state`'s HEAD ladder, unless a replayed workflow predates it (`revisions`)."""
+        if not isinstance(state, HeadStateConfig):
+            return None  # as `head_limits` says, without loading the ladder's module
+        from little_loops.fsm.engine.head_rate_limits import head_limits
+
         limits = head_limits(state)
         if limits is None or not self._revised(HEAD_RATE_LIMITS):
             return None
@@ -789,6 +793,9 @@ class RunCore:
     ) -> Generator[Request, Any, str | Ending | HeadRoute]:
         """Wait in place as HEAD's ladder says: the claude session to continue afterwards
         ("" for none), or how the state ends when the budget is spent or a stop came."""
+        from little_loops.fsm.engine.head_rate_limit_step import leave_rate_limited, wait_in_place
+        from little_loops.fsm.engine.head_rate_limits import HeadExhausted, plan_head_wait
+
         entry, name = self._head_entry(), self.cursor.current_state
         plan = plan_head_wait(limits, entry, hit, name, self._now())
         if isinstance(plan, HeadExhausted):
@@ -809,6 +816,9 @@ class RunCore:
     ) -> Generator[Request, Any, str | None]:
         """A resumed run waits what is left of the ladder's wait it stopped in: the
         session to continue ("" for none), or None when a stop cut it short again."""
+        from little_loops.fsm.engine.head_rate_limit_step import wait_in_place
+        from little_loops.fsm.engine.head_rate_limits import HeadWait
+
         entry = self._head_entry()
         until = float(entry["until"])
         session = str(entry.get("session_id") or "")

@@ -41,7 +41,7 @@ from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
 from little_loops.fsm.store.approval_inbox import FileApprovalInbox, answer_path
 from little_loops.fsm.store.log_retention import LogRetention
-from little_loops.fsm.store.notifier import RunNotifier, notify_log_path, run_notifier
+from little_loops.fsm.store.notify_log import notify_log_path
 from little_loops.fsm.store.orphaned_actions import OrphanedActionError, stop_orphans
 from little_loops.fsm.store.run_dir import prepare_run_dir
 from little_loops.fsm.store.run_history import (
@@ -73,6 +73,7 @@ from little_loops.fsm.store.state_files import (
 
 if TYPE_CHECKING:
     from little_loops.fsm.engine.approval_wait import ApprovalInbox
+    from little_loops.fsm.store.notifier import RunNotifier
 
 __all__ = [
     "RUNNING_DIR",
@@ -175,6 +176,15 @@ def _loop_mismatch(state: LoopState, fsm: FSMLoop) -> str | None:
     return None
 
 
+def _notifier_of(command: str | None, persistence: StatePersistence) -> RunNotifier | None:
+    """The run's notifier (None: no notify command); `notifier` loads only for one."""
+    if not command:
+        return None
+    from little_loops.fsm.store.notifier import run_notifier
+
+    return run_notifier(command, persistence)
+
+
 class PersistentExecutor:
     """An `FSMExecutor` whose events and state are saved, so the run can be resumed.
 
@@ -257,7 +267,7 @@ class PersistentExecutor:
         if isinstance(self._runner, DefaultActionRunner):
             self._runner.on_group_running = self._record_action_group
         # Tells a person when the run ends or waits (`notify`); None: nobody to tell.
-        self.notifier: RunNotifier | None = run_notifier(self.fsm.notify, self.persistence)
+        self.notifier: RunNotifier | None = _notifier_of(self.fsm.notify, self.persistence)
 
     def _checkpointer(self) -> Checkpointer | None:
         """`checkpoint: git`: the run's git checkpoints (None: no checkpoints)."""
@@ -608,7 +618,7 @@ class PersistentExecutor:
         record.fsm, record.budget_override = self.fsm, settings.max_cost_usd
         record.notify_override = settings.notify
         if notify_restored:
-            self.notifier = run_notifier(self.fsm.notify, self.persistence)
+            self.notifier = _notifier_of(self.fsm.notify, self.persistence)
 
     def _restore_context_overrides(self, state: LoopState) -> None:
         """The run's `--context` values win over the loop file's again."""
