@@ -106,17 +106,11 @@ from little_loops.fsm.engine.run_events import (
     ignore_event,
 )
 from little_loops.fsm.engine.run_guards import RunGuards
-from little_loops.fsm.engine.run_requests import (
-    Checkpoint,
-    EvaluateWithIO,
-    Finish,
-    HandOff,
-    InspectWorkspace,
-    RunAction,
-    SaveSnapshot,
-    Sleep,
-    WaitUntil,
-)
+
+# The requests a run makes only when a feature asks (waits, judging with I/O, checkpoints,
+# the work tree, handoffs) and the steps of approvals, sub-loops, fan-outs, circuits and
+# limits are imported where they are used: a plain run does not load them (start-up).
+from little_loops.fsm.engine.run_requests import Finish, RunAction, SaveSnapshot
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step, step_ending
 from little_loops.fsm.engine.throttle import count_action_run, keep_visit_count
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler, HandoffResult
@@ -375,6 +369,8 @@ class RunCore:
             seconds = self._backoff_seconds()
             if seconds is not None:
                 self._emit(BACKOFF, seconds=seconds)  # addition: so the wait can be shown
+                from little_loops.fsm.engine.wait_requests import Sleep
+
                 yield Sleep(seconds)
 
     def _step(self, sc: StepContext, state: StateConfig) -> _Sub:
@@ -525,6 +521,8 @@ class RunCore:
                 return self._head_detour(sc, detour, ctx)
         judgement = None
         if needs_judgement(state, step) and judging_needs_host_io(state, step, self.fsm.llm):
+            from little_loops.fsm.engine.judge_requests import EvaluateWithIO
+
             judgement = yield EvaluateWithIO(state, ctx, step, self.fsm.llm)
             self._spend_judgement(judgement)
         evaluate_step(sc, state, ctx, step, judgement)
@@ -534,6 +532,8 @@ class RunCore:
         cursor, ended = self.cursor, step_ending(step)
         workspace = None
         if self.guards.needs_workspace(ended) and self._revised(WORKSPACE_FINGERPRINT):
+            from little_loops.fsm.engine.workspace_requests import InspectWorkspace
+
             workspace = yield InspectWorkspace()
         stall = self.guards.note_ending(cursor.current_state, cursor.iteration, ended, workspace)
         if stall is not None:
@@ -860,6 +860,8 @@ class RunCore:
             record = dataclasses.replace(record, since=now)
         self.cursor.limit_wait = record.to_dict()
         self._emit(LIMIT_WAIT, **wait_keys(record, now))
+        from little_loops.fsm.engine.wait_requests import WaitUntil
+
         yield WaitUntil(record.until)
         if self.shutdown_requested:
             return False
@@ -872,6 +874,8 @@ class RunCore:
         """Back off from a rate limit or overload; False when a shutdown cut it short."""
         retries = self.fsm.rate_limit.retries
         self._emit(RATE_LIMIT_BACKOFF, **backoff_keys(self.cursor.current_state, plan, retries))
+        from little_loops.fsm.engine.wait_requests import Sleep
+
         yield Sleep(plan.seconds)
         return not self.shutdown_requested
 
@@ -903,6 +907,8 @@ class RunCore:
     def _checkpoint(self, reason: str) -> Generator[Request, Any, None]:
         """Commit the work of the state that just ran (`checkpoint: git`)."""
         cursor = self.cursor
+        from little_loops.fsm.engine.workspace_requests import Checkpoint
+
         result = yield Checkpoint(cursor.current_state, cursor.iteration, reason)
         keys = checkpoint_keys(result, reason)
         if keys is not None:
@@ -913,6 +919,8 @@ class RunCore:
         ending = handle_handoff(sc, signal)
         if ending is None or ending.exhausted or self._handoff_handler is None:
             return ending
+        from little_loops.fsm.engine.handoff_requests import HandOff
+
         handled: HandoffResult = yield HandOff(self.fsm.name, ending.continuation_prompt)
         return Ending(
             "handoff",

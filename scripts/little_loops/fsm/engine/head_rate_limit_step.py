@@ -30,8 +30,8 @@ from little_loops.fsm.engine.head_rate_limits import (
     note_exhausted,
 )
 from little_loops.fsm.engine.head_routing import HeadRoute
-from little_loops.fsm.engine.run_requests import Sleep
 from little_loops.fsm.engine.step_result import Ending
+from little_loops.fsm.engine.wait_requests import Sleep
 
 if TYPE_CHECKING:
     from little_loops.fsm.engine.requests import Request

@@ -1,8 +1,10 @@
 """Every request of the run core (`core.RunCore`) by name, and their union `Request`.
 
-The requests every run makes are in `run_requests`; those of features a plain loop never
-reaches are in `approval_requests` (a person's answer), `sub_loop_requests` (a child's
-load, worktree and ending) and here (running a sub-loop's child, a fan-out's branches).
+The requests every run makes are in `run_requests`; those a run makes only when a
+feature asks are in `judge_requests`, `wait_requests`, `workspace_requests`,
+`handoff_requests`, `approval_requests` (a person's answer), `sub_loop_requests` (a
+child's load, worktree and ending) and here (running a sub-loop's child, a fan-out's
+branches).
 A run loads this module only when it reaches one of those features; the run core and its
 drivers name `Request` in annotations only.
 """
@@ -13,19 +15,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from little_loops.fsm.engine.approval_requests import AwaitApproval
+from little_loops.fsm.engine.handoff_requests import HandOff
+from little_loops.fsm.engine.judge_requests import EvaluateWithIO
 from little_loops.fsm.engine.parallel_requests import AddBranchWorktree
-from little_loops.fsm.engine.run_requests import (
-    Checkpoint,
-    EvaluateWithIO,
-    FingerprintPaths,
-    Finish,
-    HandOff,
-    InspectWorkspace,
-    RunAction,
-    SaveSnapshot,
-    Sleep,
-    WaitUntil,
-)
+from little_loops.fsm.engine.run_requests import Finish, RunAction, SaveSnapshot
 from little_loops.fsm.engine.sub_loop_requests import (
     AttachWorktree,
     ChildEnded,
@@ -35,6 +28,12 @@ from little_loops.fsm.engine.sub_loop_requests import (
     LoadChild,
     LoadedChild,
     WorktreeAttached,
+)
+from little_loops.fsm.engine.wait_requests import Sleep, WaitUntil
+from little_loops.fsm.engine.workspace_requests import (
+    Checkpoint,
+    FingerprintPaths,
+    InspectWorkspace,
 )
 
 __all__ = [

@@ -36,17 +36,7 @@ from little_loops.fsm.engine.core import RunCore, SaveCallback
 from little_loops.fsm.engine.evaluation_step import judge
 from little_loops.fsm.engine.run_events import ignore_event
 from little_loops.fsm.engine.run_guards import RunGuards
-from little_loops.fsm.engine.run_requests import (
-    Checkpoint,
-    EvaluateWithIO,
-    FingerprintPaths,
-    Finish,
-    HandOff,
-    InspectWorkspace,
-    RunAction,
-    Sleep,
-    WaitUntil,
-)
+from little_loops.fsm.engine.run_requests import Finish, RunAction
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
@@ -386,6 +376,21 @@ class FSMExecutor:
                     host=request.host,
                     model=request.model,
                 )
+        return self._serve_occasional(request)
+
+    def _serve_occasional(self, request: Request) -> Any:
+        """A request a run makes only when a feature asks (judge with I/O, checkpoint,
+        fingerprint, wait, hand off, and the features of `_serve_feature`): their modules
+        are imported at the first such request, so that a plain run does not load them."""
+        from little_loops.fsm.engine.handoff_requests import HandOff
+        from little_loops.fsm.engine.judge_requests import EvaluateWithIO
+        from little_loops.fsm.engine.wait_requests import Sleep, WaitUntil
+        from little_loops.fsm.engine.workspace_requests import (
+            Checkpoint,
+            FingerprintPaths,
+            InspectWorkspace,
+        )
+
         if isinstance(request, EvaluateWithIO):
             return judge(request.state, request.ctx, request.step, request.llm)
         if isinstance(request, Checkpoint):

@@ -4,9 +4,12 @@ Each request is a small frozen value; the driver does the I/O it names and submi
 result the request's docstring gives (None where there is nothing to return). `Finish` is
 the last request of a run: it carries the run's result and asks for nothing back.
 
-The requests of features a plain loop never reaches (approvals, sub-loops, `parallel:`)
-are in `approval_requests`, `sub_loop_requests` and `requests`, which a run loads only
-when it reaches one; `requests` names them all, these too, and their union `Request`.
+Here are the requests every run makes: run an action, save a snapshot, finish. Those a
+run makes only when a feature asks (judge with I/O, wait, checkpoint or fingerprint the
+work tree, hand off, ask a person, run a sub-loop or a fan-out) are in `judge_requests`,
+`wait_requests`, `workspace_requests`, `handoff_requests`, `approval_requests`,
+`sub_loop_requests`, `parallel_requests` and `requests`, loaded when a run first makes
+one; `requests` names them all, these too, and their union `Request`.
 """
 
 from __future__ import annotations
@@ -16,23 +19,10 @@ from pathlib import Path
 
 from little_loops.fsm.engine.context import RunCursor
 from little_loops.fsm.engine.run_guards import RunGuards
-from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step
-from little_loops.fsm.interpolation import InterpolationContext
-from little_loops.fsm.schema import LLMConfig, StateConfig
+from little_loops.fsm.engine.step_result import Ending, ExecutionResult
 from little_loops.fsm.signal_detector import SignalScan
 
-__all__ = [
-    "Checkpoint",
-    "EvaluateWithIO",
-    "FingerprintPaths",
-    "Finish",
-    "HandOff",
-    "InspectWorkspace",
-    "RunAction",
-    "SaveSnapshot",
-    "Sleep",
-    "WaitUntil",
-]
+__all__ = ["Finish", "RunAction", "SaveSnapshot"]
 
 
 @dataclass(frozen=True)
@@ -62,67 +52,6 @@ class RunAction:
     # `claude_flags`), for runners that set `supports_hosts`.
     host: str | None = None
     model: str | None = None
-
-
-@dataclass(frozen=True)
-class EvaluateWithIO:
-    """Judge a state whose evaluator needs the host (the LLM judge, a file, a log);
-    submit the `Judgement` from `evaluation_step.judge(state, ctx, step, llm)`."""
-
-    state: StateConfig
-    ctx: InterpolationContext
-    step: Step
-    llm: LLMConfig
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """Save the project's work (`checkpoint: git`); submit the `CheckpointResult`."""
-
-    state: str
-    iteration: int
-    reason: str
-
-
-@dataclass(frozen=True)
-class Sleep:
-    """Wait `seconds` (backoff) unless a shutdown cuts it short; submit None."""
-
-    seconds: float
-
-
-@dataclass(frozen=True)
-class WaitUntil:
-    """Wait until the wall-clock time `until` (epoch seconds; a usage limit's reset)
-    unless a shutdown cuts it short; submit None. Measured against the wall clock, so a
-    machine that slept through part of the wait does not wait that part again."""
-
-    until: float
-
-
-@dataclass(frozen=True)
-class InspectWorkspace:
-    """Fingerprint the project's files for the stall guard, on the host that has them;
-    submit `process.workspace.WorkspaceWatcher(...).fingerprint()` there (a str, or None:
-    nothing watched). Asked only for an ending that can build a stall streak."""
-
-
-@dataclass(frozen=True)
-class FingerprintPaths:
-    """HEAD's `circuit.repeated_failure.progress_paths` (§7.7): the (mtime, size)
-    fingerprint of `paths` minus `exclude` (interpolated, relative to the project), on the
-    host that has them; submit `process.path_fingerprint.paths_fingerprint(...)` (a str)."""
-
-    paths: tuple[str, ...]
-    exclude: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class HandOff:
-    """Give a handoff to the `HandoffHandler` (pause or spawn); submit its `HandoffResult`."""
-
-    loop_name: str
-    continuation: str | None
 
 
 @dataclass(frozen=True)
