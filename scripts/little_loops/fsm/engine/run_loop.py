@@ -41,10 +41,8 @@ from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
 from little_loops.fsm.process.clock import SYSTEM_CLOCK
-from little_loops.fsm.process.path_fingerprint import paths_fingerprint
 from little_loops.fsm.process.process_groups import ActionGroup
 from little_loops.fsm.process.runner import DefaultActionRunner
-from little_loops.fsm.process.workspace import WorkspaceWatcher
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.signal_detector import DetectedSignal, SignalDetector
 
@@ -59,6 +57,7 @@ if TYPE_CHECKING:
         DetachWorktree,
         LoadChild,
     )
+    from little_loops.fsm.process.workspace import WorkspaceWatcher
 
 __all__ = ["ExecutionResult", "FSMExecutor"]
 
@@ -262,6 +261,8 @@ class FSMExecutor:
         process's directory) for the stall guard; the watcher keeps the loop's runtime
         folder (`guards.loops_dir`, set by persistence before the run) out of it."""
         if self._workspace is None:
+            from little_loops.fsm.process.workspace import WorkspaceWatcher  # the stall guard's
+
             self._workspace = WorkspaceWatcher(
                 loops_dir=self.guards.loops_dir, progress_paths=self.guards.progress_paths
             )
@@ -401,6 +402,8 @@ class FSMExecutor:
         if isinstance(request, InspectWorkspace):
             return self._workspace_fingerprint()
         if isinstance(request, FingerprintPaths):
+            from little_loops.fsm.process.path_fingerprint import paths_fingerprint
+
             return paths_fingerprint(request.paths, request.exclude)
         if isinstance(request, Sleep):
             # `request_shutdown` cuts the wait short.

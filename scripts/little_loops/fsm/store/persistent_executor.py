@@ -33,7 +33,6 @@ from little_loops.fsm.errors import LoopError, RunFilesError, StateFileError
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.model.approval import AWAITING_APPROVAL
 from little_loops.fsm.model.run_settings import NO_SETTINGS, RunSettings
-from little_loops.fsm.process.checkpoint import GitCheckpointer
 from little_loops.fsm.process.output_files import action_log_name, stderr_log_path
 from little_loops.fsm.process.process_groups import ActionGroup
 from little_loops.fsm.process.runner import DefaultActionRunner
@@ -273,6 +272,8 @@ class PersistentExecutor:
         """`checkpoint: git`: the run's git checkpoints (None: no checkpoints)."""
         if self.fsm.checkpoint != "git":
             return None
+        from little_loops.fsm.process.checkpoint import GitCheckpointer  # only such runs
+
         return GitCheckpointer(self.fsm.name, loops_dir=self.persistence.loops_dir)
 
     def _retention(self, logs_keep: int) -> LogRetention | None:
