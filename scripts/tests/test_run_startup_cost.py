@@ -94,7 +94,9 @@ FEATURE_MODULES = [
     "little_loops.fsm.process.workspace",
     "little_loops.fsm.store.notifier",
     # Standard modules only rare paths used: the host name is `os.uname().nodename`, a
-    # snapshot's temporary name counts on from a number drawn once per process.
+    # snapshot's temporary name counts on from a number drawn once per process, a stray
+    # temporary file's pattern is escaped without `glob`.
+    "glob",
     "random",
     "socket",
 ]
