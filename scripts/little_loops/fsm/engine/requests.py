@@ -5,8 +5,9 @@ feature asks are in `judge_requests`, `wait_requests`, `workspace_requests`,
 `handoff_requests`, `approval_requests` (a person's answer), `sub_loop_requests` (a
 child's load, worktree and ending) and here (running a sub-loop's child, a fan-out's
 branches).
-A run loads this module only when it reaches one of those features; the run core and its
-drivers name `Request` in annotations only.
+
+A local run loads this module only at its first approval, sub-loop or fan-out; the run
+core and its drivers name `Request` in annotations only.
 """
 
 from __future__ import annotations
