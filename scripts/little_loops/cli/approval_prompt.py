@@ -8,8 +8,8 @@ import select
 from typing import TextIO
 
 from little_loops.cli.output import write_line
-from little_loops.fsm.engine.requests import AwaitApproval
-from little_loops.fsm.model.approval import ApprovalAnswer
+from little_loops.fsm.engine.approval_requests import AwaitApproval
+from little_loops.fsm.model.approval_records import ApprovalAnswer
 
 __all__ = ["TerminalApprovals"]
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from little_loops.cli.spending_text import reset_phrase
-from little_loops.fsm.model.approval import PendingApproval
 from little_loops.fsm.store.approval_inbox import pending_question
 from little_loops.fsm.store.loop_state import LoopState
+
+if TYPE_CHECKING:
+    from little_loops.fsm.model.approval_records import PendingApproval
 
 __all__ = ["answer_hint", "approval_json", "approval_lines", "timeout_phrase"]
 

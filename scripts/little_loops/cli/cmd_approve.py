@@ -12,7 +12,7 @@ from little_loops.cli.exit_codes import FAILED, OK
 from little_loops.cli.liveness import Owner, owner_of
 from little_loops.cli.output import Logger
 from little_loops.cli.resolve import LOOPS_DIR, loop_name_for
-from little_loops.fsm.model.approval import ApprovalAnswer, PendingApproval
+from little_loops.fsm.model.approval_records import ApprovalAnswer, PendingApproval
 from little_loops.fsm.persistence import StatePersistence
 from little_loops.fsm.store.approval_inbox import answer_path, pending_question, write_answer
 from little_loops.fsm.store.run_history import LIVE_STATUSES

@@ -19,7 +19,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from little_loops.cli.approval_prompt import TerminalApprovals
 from little_loops.cli.background import log_path_for, refuse_unresumable, start_detached
 from little_loops.cli.cap_text import cap_line
 from little_loops.cli.context_check import unused_context_warnings
@@ -292,6 +291,8 @@ def _executor(
         output_callback=display.on_output_line if display.enabled and display.verbose else None,
     )
     if asks_a_person(fsm) and sys.stdin.isatty() and sys.stdout.isatty():
+        from little_loops.cli.approval_prompt import TerminalApprovals  # only such loops
+
         executor.add_approval_inbox(TerminalApprovals(sys.stdin))  # y/n/e typed here
     return executor
 

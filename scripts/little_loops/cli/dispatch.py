@@ -95,14 +95,14 @@ def _stop(a: argparse.Namespace) -> int:
 
 
 def _approve(a: argparse.Namespace) -> int:
-    from little_loops.fsm.model.approval import ApprovalAnswer
+    from little_loops.fsm.model.approval_records import ApprovalAnswer
 
     answer = ApprovalAnswer("yes") if a.edit is None else ApprovalAnswer("edit", text=a.edit)
     return _approval_backend(a.engine).answer(a.loop, answer)
 
 
 def _reject(a: argparse.Namespace) -> int:
-    from little_loops.fsm.model.approval import ApprovalAnswer
+    from little_loops.fsm.model.approval_records import ApprovalAnswer
 
     return _approval_backend(a.engine).answer(a.loop, ApprovalAnswer("no", reason=a.reason))
 

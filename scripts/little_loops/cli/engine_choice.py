@@ -6,7 +6,6 @@ Light to import (the dispatch asks it before anything of an engine is loaded); a
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
 from little_loops.fsm.errors import LoopError
@@ -29,6 +28,8 @@ def engine_choice(flag: str | None) -> str:
 
 def require_temporal() -> None:
     """A one-line error, not a traceback, when the `temporal` extra is not installed."""
+    import importlib.util  # only when the Temporal engine is asked for
+
     if importlib.util.find_spec("temporalio") is None:
         raise LoopError(
             "the Temporal engine needs the temporal extra: "

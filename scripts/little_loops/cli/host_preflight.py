@@ -18,8 +18,6 @@ import shutil
 from little_loops.fsm.engine.action_step import is_slash
 from little_loops.fsm.model.agent_hosts import DEFAULT_HOST
 from little_loops.fsm.model.host_choice import chosen_hosts
-from little_loops.fsm.process.hosts import host_named, program_of
-from little_loops.fsm.process.hosts.missing import host_not_found
 from little_loops.fsm.schema import FSMLoop
 
 __all__ = ["missing_host_refusal"]
@@ -31,14 +29,22 @@ def missing_host_refusal(fsm: FSMLoop) -> str | None:
         if not state.action or not is_slash(state, state.action):
             continue
         for host in chosen_hosts(getattr(state, "host", None), fsm.host, None):
-            if host == DEFAULT_HOST:
-                continue
-            agent = host_named(host)
-            program = program_of(agent)
-            if not _installed(program):
-                missing = host_not_found(agent, program)
-                return f"Cannot run {fsm.name}: state '{name}' runs on {host}, but {missing}"
+            if host != DEFAULT_HOST:
+                missing = _missing_cli(host)
+                if missing is not None:
+                    return f"Cannot run {fsm.name}: state '{name}' runs on {host}, but {missing}"
     return None
+
+
+def _missing_cli(host: str) -> str | None:
+    """What `run` says when `host`'s CLI is not installed (None: it is). The adapters load
+    here, for a loop that names another host than claude (a plain run never does)."""
+    from little_loops.fsm.process.hosts import host_named, program_of
+    from little_loops.fsm.process.hosts.missing import host_not_found
+
+    agent = host_named(host)
+    program = program_of(agent)
+    return None if _installed(program) else host_not_found(agent, program)
 
 
 def _installed(program: str) -> bool:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from little_loops.cli.run_backend import HistoryRequest, ResumeRequest, RunRequest
     from little_loops.cli.run_options import RunOptions
-    from little_loops.fsm.model.approval import ApprovalAnswer
+    from little_loops.fsm.model.approval_records import ApprovalAnswer
 
 __all__ = ["LocalBackend", "check_running_dir"]
 

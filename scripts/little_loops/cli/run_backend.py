@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from little_loops.cli.history_query import EventFilter
     from little_loops.cli.run_options import RunOptions
-    from little_loops.fsm.model.approval import ApprovalAnswer
+    from little_loops.fsm.model.approval_records import ApprovalAnswer
 
 __all__ = [
     "ApprovalBackend",

@@ -33,7 +33,8 @@ from little_loops.cli.output import Logger, write_error_line, write_line
 from little_loops.cli.resolve import LOOPS_DIR, load_resolved, loop_name_for
 from little_loops.fsm.engine.events import LOOP_RESUME, LOOP_START
 from little_loops.fsm.errors import LoopError
-from little_loops.fsm.model.approval import AWAITING_APPROVAL, ApprovalAnswer
+from little_loops.fsm.model.approval import AWAITING_APPROVAL
+from little_loops.fsm.model.approval_records import ApprovalAnswer
 from little_loops.fsm.store.state_files import RUNNING_DIR
 
 if TYPE_CHECKING:

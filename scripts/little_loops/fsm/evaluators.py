@@ -32,7 +32,6 @@ from little_loops.fsm.interpolation import (
 )
 from little_loops.fsm.judging.head_evaluate import Judged, evaluate_head
 from little_loops.fsm.judging.llm_judge import DEFAULT_LLM_PROMPT, DEFAULT_LLM_SCHEMA, ask_model
-from little_loops.fsm.judging.return_metadata import judge_return_metadata
 from little_loops.fsm.model.head_loop import HeadEvaluateConfig
 from little_loops.fsm.process.output_files import LogTooLargeError, read_log_text, search_log
 from little_loops.fsm.schema import (
@@ -294,6 +293,9 @@ def evaluate_llm_structured(
 
 def evaluate_return_metadata(output: str, path: str | None = None) -> EvaluationResult:
     """Judge an agent's return metadata, read from the file `path` or from the output."""
+    # Imported here: only loops with this evaluator load it (and its JSON scanner).
+    from little_loops.fsm.judging.return_metadata import judge_return_metadata
+
     verdict, details = judge_return_metadata(output, path)
     return EvaluationResult(verdict, details)
 

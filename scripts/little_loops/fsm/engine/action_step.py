@@ -36,7 +36,7 @@ from little_loops.fsm.engine.head_actions import (
 )
 from little_loops.fsm.engine.head_capture import head_capture
 from little_loops.fsm.engine.host_step import first_host, on_host, on_host_keys
-from little_loops.fsm.engine.requests import RunAction
+from little_loops.fsm.engine.run_requests import RunAction
 from little_loops.fsm.engine.step_result import Step, error_step, log_key
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
 from little_loops.fsm.model.action_result import ActionResult

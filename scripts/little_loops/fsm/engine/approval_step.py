@@ -17,17 +17,20 @@ file's its `on_yes`/`on_no` and `on_verdicts`.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from little_loops.fsm.engine.approval_requests import AwaitApproval
 from little_loops.fsm.engine.context import StepContext
 from little_loops.fsm.engine.events import APPROVAL_ANSWERED, APPROVAL_NEEDED, APPROVAL_WAITING
-from little_loops.fsm.engine.requests import AwaitApproval, Request
 from little_loops.fsm.engine.routing_step import route_after_step
 from little_loops.fsm.engine.step_result import Ending, Step
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
-from little_loops.fsm.model.approval import ApprovalAnswer, PendingApproval
+from little_loops.fsm.model.approval_records import ApprovalAnswer, PendingApproval
 from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.schema import StateConfig
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.requests import Request
 
 __all__ = ["APPROVAL_ANSWERED", "APPROVAL_NEEDED", "APPROVAL_WAITING", "ask_approval"]
 

@@ -9,9 +9,9 @@ import queue
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from little_loops.fsm.engine.approval_requests import AwaitApproval
 from little_loops.fsm.engine.context import Clock
-from little_loops.fsm.engine.requests import AwaitApproval
-from little_loops.fsm.model.approval import ApprovalAnswer
+from little_loops.fsm.model.approval_records import ApprovalAnswer
 
 __all__ = ["APPROVAL_POLL_SECONDS", "ApprovalInbox", "wait_for_answer"]
 

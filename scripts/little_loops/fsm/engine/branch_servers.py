@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from little_loops.fsm.engine.requests import Request, RunAction
+from little_loops.fsm.engine.run_requests import RunAction
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.requests import Request
 
 __all__ = ["ExecutorBranchServer", "RequestServer", "SerialBranchServer"]
 

@@ -15,15 +15,13 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from little_loops.fsm.engine.requests import (
-    BranchToRun,
-    FanoutToRun,
-    Finish,
-    Request,
-    RunChild,
-)
+from little_loops.fsm.engine.requests import BranchToRun, FanoutToRun, RunChild
+from little_loops.fsm.engine.run_requests import Finish
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.requests import Request
 
 __all__ = ["BranchServer", "drive_branches"]
 

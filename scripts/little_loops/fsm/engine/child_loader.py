@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from little_loops.fsm.engine.requests import ChildLoadFailed, LoadedChild, WorktreeAttached
+from little_loops.fsm.engine.sub_loop_requests import ChildLoadFailed, LoadedChild, WorktreeAttached
 from little_loops.fsm.errors import LoopError
 from little_loops.fsm.loading.loop_refs import loop_ref_candidates, resolve_loop_ref
 from little_loops.fsm.loading.pipeline import load_loop, load_loop_mapping

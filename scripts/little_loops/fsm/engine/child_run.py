@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor
 from little_loops.fsm.engine.events import (
@@ -25,12 +25,16 @@ from little_loops.fsm.engine.events import (
     PARALLEL_BRANCH_END,
     ROUTE,
 )
-from little_loops.fsm.engine.requests import ChildEnded, ChildSpec, Finish, Request, RunAction
 from little_loops.fsm.engine.run_guards import RunGuards
+from little_loops.fsm.engine.run_requests import Finish, RunAction
 from little_loops.fsm.engine.step_result import Ending
 from little_loops.fsm.engine.sub_loop_record import child_record
+from little_loops.fsm.engine.sub_loop_requests import ChildEnded, ChildSpec
 from little_loops.fsm.model.run_choices import RunChoices
 from little_loops.fsm.schema import FSMLoop
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.requests import Request
 
 __all__ = ["AttachedWorktree", "ChildRun", "ParentCore", "SubLoopFrame", "WorktreePlace"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from little_loops.fsm.engine.child_outcome import ChildOutcome
 from little_loops.fsm.engine.context import StepContext
@@ -22,15 +22,17 @@ from little_loops.fsm.engine.events import (
     SUB_LOOP_WORKTREE_DETACHED,
     SUB_LOOP_WORKTREE_ERROR,
 )
-from little_loops.fsm.engine.requests import (
+from little_loops.fsm.engine.run_requests import RunAction
+from little_loops.fsm.engine.sub_loop_requests import (
     AttachWorktree,
     DetachWorktree,
-    Request,
-    RunAction,
     WorktreeAttached,
 )
 from little_loops.fsm.interpolation import InterpolationError, interpolate
 from little_loops.fsm.model.head_loop import HeadStateConfig
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.requests import Request
 
 __all__ = ["ChildWorktree", "absolute_run_dir"]
 

@@ -21,8 +21,8 @@ from little_loops.fsm.engine import events
 from little_loops.fsm.engine.head_endings import STALL_DETECTED
 from little_loops.fsm.engine.head_memory import HeadMemory
 from little_loops.fsm.engine.head_routing import HeadRoute
-from little_loops.fsm.engine.requests import FingerprintPaths
 from little_loops.fsm.engine.step_result import Ending
+from little_loops.fsm.engine.workspace_requests import FingerprintPaths
 from little_loops.fsm.interpolation import InterpolationContext, InterpolationError, interpolate
 from little_loops.fsm.model.head_parts import CircuitConfig
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from little_loops.fsm.engine.head_context import fill_head_fields
 from little_loops.fsm.engine.head_memory import HeadMemory
@@ -22,10 +22,12 @@ from little_loops.fsm.engine.spending import RunSpending
 from little_loops.fsm.handoff_handler import HandoffHandler
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.model.action_result import ActionResult
-from little_loops.fsm.model.checkpoint_result import CheckpointResult
 from little_loops.fsm.model.head_loop import HeadLoop
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.signal_detector import DetectedSignal, SignalDetector
+
+if TYPE_CHECKING:
+    from little_loops.fsm.model.checkpoint_result import CheckpointResult
 
 __all__ = [
     "ActionRunner",

@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from little_loops.fsm.engine.action_step import (
     complete_action,
@@ -28,7 +28,6 @@ from little_loops.fsm.engine.action_step import (
     prepare_retry,
     spent_tokens,
 )
-from little_loops.fsm.engine.approval_step import ask_approval
 from little_loops.fsm.engine.budget_routes import (
     announce_wrap_up,
     budget_message,
@@ -38,7 +37,6 @@ from little_loops.fsm.engine.budget_routes import (
     spent_state_budget,
     take_wrap_up,
 )
-from little_loops.fsm.engine.circuit import note_outcome, trip_route, watched_paths
 from little_loops.fsm.engine.context import Clock, EventCallback, RunCursor, StepContext, iso_time
 from little_loops.fsm.engine.cursor_records import LimitWaitRecord
 from little_loops.fsm.engine.edge_revisits import count_edge
@@ -71,19 +69,8 @@ from little_loops.fsm.engine.head_auth import auth_failure_route
 from little_loops.fsm.engine.head_caps import announce_summary, cap_reached, take_summary
 from little_loops.fsm.engine.head_context import FragmentParameterError
 from little_loops.fsm.engine.head_endings import CAP_ENDINGS, FAILURE_TERMINAL
-from little_loops.fsm.engine.head_rate_limit_step import leave_rate_limited, wait_in_place
-from little_loops.fsm.engine.head_rate_limits import (
-    LADDER_KINDS,
-    HeadExhausted,
-    HeadLimits,
-    HeadWait,
-    head_limits,
-    note_through,
-    plan_head_wait,
-)
 from little_loops.fsm.engine.head_routing import HeadRoute
 from little_loops.fsm.engine.head_routing_step import move_head
-from little_loops.fsm.engine.host_failover import Blocked, session_of
 from little_loops.fsm.engine.host_step import (
     choose_host,
     fail_over,
@@ -91,32 +78,12 @@ from little_loops.fsm.engine.host_step import (
     note_ran,
     rehosted,
 )
-from little_loops.fsm.engine.limit_policy import (
-    LimitBackoff,
-    LimitGiveUp,
-    LimitWait,
-    plan_after_limit,
-    saved_wait_plan,
-)
 from little_loops.fsm.engine.limit_step import (
     CONTINUE_PROMPT,
     backoff_keys,
     limit_of,
     wait_keys,
     wait_record,
-)
-from little_loops.fsm.engine.parallel import run_parallel
-from little_loops.fsm.engine.requests import (
-    Checkpoint,
-    EvaluateWithIO,
-    Finish,
-    HandOff,
-    InspectWorkspace,
-    Request,
-    RunAction,
-    SaveSnapshot,
-    Sleep,
-    WaitUntil,
 )
 from little_loops.fsm.engine.retries import count_entry, leave_exhausted
 from little_loops.fsm.engine.revisions import (
@@ -139,8 +106,12 @@ from little_loops.fsm.engine.run_events import (
     ignore_event,
 )
 from little_loops.fsm.engine.run_guards import RunGuards
+
+# The requests a run makes only when a feature asks (waits, judging with I/O, checkpoints,
+# the work tree, handoffs) and the steps of approvals, sub-loops, fan-outs, circuits and
+# limits are imported where they are used: a plain run does not load them (start-up).
+from little_loops.fsm.engine.run_requests import Finish, RunAction, SaveSnapshot
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step, step_ending
-from little_loops.fsm.engine.sub_loop import SubLoopFrame, run_sub_loop
 from little_loops.fsm.engine.throttle import count_action_run, keep_visit_count
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler, HandoffResult
 from little_loops.fsm.interpolation import InterpolationContext
@@ -153,6 +124,12 @@ from little_loops.fsm.model.parallel_config import parallel_of
 from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
 from little_loops.fsm.schema import FSMLoop, StateConfig
 from little_loops.fsm.signal_detector import SignalDetector
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.head_rate_limits import HeadLimits
+    from little_loops.fsm.engine.limit_policy import LimitBackoff
+    from little_loops.fsm.engine.requests import Request
+    from little_loops.fsm.engine.sub_loop import SubLoopFrame
 
 __all__ = ["BUDGET", "SAVE_POINTS", "USAGE_LIMITED", "RunCore", "SaveCallback"]
 
@@ -184,8 +161,9 @@ USAGE_LIMITED = "usage_limited"
 """`terminated_by` of a run whose usage limit resets beyond `rate_limit.max_wait`."""
 
 # What the core's generator yields, and what it is sent back.
-_Steps = Generator[Request, Any, None]
-_Sub = Generator[Request, Any, Ending | None]
+if TYPE_CHECKING:  # `Request` is the union of every request, features' too
+    _Steps = Generator[Request, Any, None]
+    _Sub = Generator[Request, Any, Ending | None]
 
 
 @dataclass(frozen=True)
@@ -395,6 +373,8 @@ class RunCore:
             seconds = self._backoff_seconds()
             if seconds is not None:
                 self._emit(BACKOFF, seconds=seconds)  # addition: so the wait can be shown
+                from little_loops.fsm.engine.wait_requests import Sleep
+
                 yield Sleep(seconds)
 
     def _step(self, sc: StepContext, state: StateConfig) -> _Sub:
@@ -512,16 +492,22 @@ class RunCore:
     def _run_state(self, sc: StepContext, state: StateConfig) -> _Sub:
         """Execute one state; return how the run ends when it ends here."""
         if isinstance(state, HeadStateConfig) and state.loop:
+            from little_loops.fsm.engine.sub_loop import run_sub_loop  # only sub-loops load it
+
             name = self.cursor.current_state
             ending = yield from run_sub_loop(self, sc, state)
             return ending if ending is not None else self._over_budget_after_child(sc, name)
         if parallel_of(state) is not None:  # issue 25, both dialects
+            from little_loops.fsm.engine.parallel import run_parallel  # only fan-outs load it
+
             return (yield from run_parallel(self, sc, state))
         try:
             ctx = sc.interpolation()
         except FragmentParameterError as exc:  # HEAD §5: an unbound required parameter
             return Ending("error", str(exc))
         if is_approval(state):  # issue 26: ask a person, wait for the answer
+            from little_loops.fsm.engine.approval_step import ask_approval  # only approvals
+
             return (yield from ask_approval(sc, state, ctx, self._now))
         step = Step()
         if state.action:
@@ -539,6 +525,8 @@ class RunCore:
                 return self._head_detour(sc, detour, ctx)
         judgement = None
         if needs_judgement(state, step) and judging_needs_host_io(state, step, self.fsm.llm):
+            from little_loops.fsm.engine.judge_requests import EvaluateWithIO
+
             judgement = yield EvaluateWithIO(state, ctx, step, self.fsm.llm)
             self._spend_judgement(judgement)
         evaluate_step(sc, state, ctx, step, judgement)
@@ -548,6 +536,8 @@ class RunCore:
         cursor, ended = self.cursor, step_ending(step)
         workspace = None
         if self.guards.needs_workspace(ended) and self._revised(WORKSPACE_FINGERPRINT):
+            from little_loops.fsm.engine.workspace_requests import InspectWorkspace
+
             workspace = yield InspectWorkspace()
         stall = self.guards.note_ending(cursor.current_state, cursor.iteration, ended, workspace)
         if stall is not None:
@@ -601,6 +591,8 @@ class RunCore:
         circuit = fsm.circuit if isinstance(fsm, HeadLoop) else None
         if circuit is None or step.verdict is None or state.next or state.loop:
             return None
+        from little_loops.fsm.engine.circuit import note_outcome, trip_route, watched_paths
+
         fingerprint = None
         if circuit.progress_paths:
             fingerprint = yield watched_paths(circuit, ctx)
@@ -632,8 +624,18 @@ class RunCore:
             hit = None if self.shutdown_requested else limit_of(result, request.slash, self._now())
             if hit is None:
                 if limits is not None and not self.shutdown_requested:  # it got through
+                    from little_loops.fsm.engine.head_rate_limits import note_through
+
                     note_through(self.cursor.head.rate_limit, self.cursor.current_state)
                 return complete_action(sc, state, request, result)
+            # Limits are met rarely: their modules load at the first one (start-up cost).
+            from little_loops.fsm.engine.head_rate_limits import LADDER_KINDS
+            from little_loops.fsm.engine.limit_policy import (
+                LimitGiveUp,
+                LimitWait,
+                plan_after_limit,
+            )
+
             moved = self._fail_over(sc, state, (first, request), result, hit, retries + 1)
             first, hit, own_session = moved.first, moved.hit, moved.session
             if moved.request is not None:  # issue 24: on the next host of the state's list
@@ -691,6 +693,8 @@ class RunCore:
         name = self.cursor.current_state
         sc.host = None
         if saved is not None and saved.state == name:
+            from little_loops.fsm.engine.limit_policy import saved_wait_plan
+
             give_up = saved_wait_plan(saved.to_dict(), self.fsm.rate_limit, now=self._now())
             if give_up is not None:
                 return Ending(USAGE_LIMITED, give_up.message)
@@ -729,6 +733,8 @@ class RunCore:
         the next free host (`request`: its run there, the same prompt and a note), or, all
         limited, to the earliest to be free (its limit and session to wait for). Otherwise
         the limit is met as before: `first`, `hit` and the run's own session unchanged."""
+        from little_loops.fsm.engine.host_failover import Blocked, session_of
+
         first, request = requests
         # The session to continue after a wait ("" for a claude run that had none).
         own = (result.claude.session_id or "") if result.claude is not None else None
@@ -752,9 +758,11 @@ class RunCore:
         list is free (limited, or paced out), first wait for the earliest to be free (or
         end `usage_limited` when that is beyond `rate_limit.max_wait`)."""
         choice = choose_host(sc, state, self._now())
-        if not isinstance(choice, Blocked):
+        if choice is None or isinstance(choice, str):  # not `Blocked`: a host, or no choice
             sc.host = choice
             return None
+        from little_loops.fsm.engine.limit_policy import LimitGiveUp, LimitWait, plan_after_limit
+
         plan = plan_after_limit(
             choice.hit, self.fsm.rate_limit, backoffs=0, usage_waits=0, now=self._now()
         )
@@ -771,6 +779,10 @@ class RunCore:
 
     def _head_limits(self, state: StateConfig) -> HeadLimits | None:
         """`state`'s HEAD ladder, unless a replayed workflow predates it (`revisions`)."""
+        if not isinstance(state, HeadStateConfig):
+            return None  # as `head_limits` says, without loading the ladder's module
+        from little_loops.fsm.engine.head_rate_limits import head_limits
+
         limits = head_limits(state)
         if limits is None or not self._revised(HEAD_RATE_LIMITS):
             return None
@@ -785,6 +797,9 @@ class RunCore:
     ) -> Generator[Request, Any, str | Ending | HeadRoute]:
         """Wait in place as HEAD's ladder says: the claude session to continue afterwards
         ("" for none), or how the state ends when the budget is spent or a stop came."""
+        from little_loops.fsm.engine.head_rate_limit_step import leave_rate_limited, wait_in_place
+        from little_loops.fsm.engine.head_rate_limits import HeadExhausted, plan_head_wait
+
         entry, name = self._head_entry(), self.cursor.current_state
         plan = plan_head_wait(limits, entry, hit, name, self._now())
         if isinstance(plan, HeadExhausted):
@@ -805,6 +820,9 @@ class RunCore:
     ) -> Generator[Request, Any, str | None]:
         """A resumed run waits what is left of the ladder's wait it stopped in: the
         session to continue ("" for none), or None when a stop cut it short again."""
+        from little_loops.fsm.engine.head_rate_limit_step import wait_in_place
+        from little_loops.fsm.engine.head_rate_limits import HeadWait
+
         entry = self._head_entry()
         until = float(entry["until"])
         session = str(entry.get("session_id") or "")
@@ -846,6 +864,8 @@ class RunCore:
             record = dataclasses.replace(record, since=now)
         self.cursor.limit_wait = record.to_dict()
         self._emit(LIMIT_WAIT, **wait_keys(record, now))
+        from little_loops.fsm.engine.wait_requests import WaitUntil
+
         yield WaitUntil(record.until)
         if self.shutdown_requested:
             return False
@@ -858,6 +878,8 @@ class RunCore:
         """Back off from a rate limit or overload; False when a shutdown cut it short."""
         retries = self.fsm.rate_limit.retries
         self._emit(RATE_LIMIT_BACKOFF, **backoff_keys(self.cursor.current_state, plan, retries))
+        from little_loops.fsm.engine.wait_requests import Sleep
+
         yield Sleep(plan.seconds)
         return not self.shutdown_requested
 
@@ -889,6 +911,8 @@ class RunCore:
     def _checkpoint(self, reason: str) -> Generator[Request, Any, None]:
         """Commit the work of the state that just ran (`checkpoint: git`)."""
         cursor = self.cursor
+        from little_loops.fsm.engine.workspace_requests import Checkpoint
+
         result = yield Checkpoint(cursor.current_state, cursor.iteration, reason)
         keys = checkpoint_keys(result, reason)
         if keys is not None:
@@ -899,6 +923,8 @@ class RunCore:
         ending = handle_handoff(sc, signal)
         if ending is None or ending.exhausted or self._handoff_handler is None:
             return ending
+        from little_loops.fsm.engine.handoff_requests import HandOff
+
         handled: HandoffResult = yield HandOff(self.fsm.name, ending.continuation_prompt)
         return Ending(
             "handoff",

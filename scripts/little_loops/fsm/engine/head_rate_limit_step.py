@@ -13,7 +13,7 @@ throttle (§7.5) never see them.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from little_loops.fsm.engine.context import StepContext, iso_time
 from little_loops.fsm.engine.events import (
@@ -30,8 +30,11 @@ from little_loops.fsm.engine.head_rate_limits import (
     note_exhausted,
 )
 from little_loops.fsm.engine.head_routing import HeadRoute
-from little_loops.fsm.engine.requests import Request, Sleep
 from little_loops.fsm.engine.step_result import Ending
+from little_loops.fsm.engine.wait_requests import Sleep
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.requests import Request
 
 __all__ = ["RATE_LIMIT_EXHAUSTED", "WAIT_CHUNK_SECONDS", "leave_rate_limited", "wait_in_place"]
 

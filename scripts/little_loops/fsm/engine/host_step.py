@@ -8,22 +8,12 @@ that names no other host sends exactly the requests it sent before hosts existed
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from little_loops.fsm.engine.context import StepContext, iso_time
+from little_loops.fsm.engine.events import HOST_RETURN, HOST_SWITCH
 from little_loops.fsm.engine.head_actions import is_prompt_mode
-from little_loops.fsm.engine.host_failover import (
-    HOST_RETURN,
-    HOST_SWITCH,
-    Blocked,
-    earliest,
-    free_hosts,
-    handoff_note,
-    note_limited,
-    note_quota,
-    note_session,
-    take_return,
-)
-from little_loops.fsm.engine.requests import RunAction
+from little_loops.fsm.engine.run_requests import RunAction
 from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.model.agent_hosts import DEFAULT_HOST
 from little_loops.fsm.model.head_loop import HeadStateConfig
@@ -31,6 +21,9 @@ from little_loops.fsm.model.host_choice import chosen_hosts
 from little_loops.fsm.model.limit_hit import LimitHit
 from little_loops.fsm.model.slash_commands import is_slash_command
 from little_loops.fsm.schema import StateConfig
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.host_failover import Blocked
 
 __all__ = [
     "choose_host",
@@ -92,6 +85,9 @@ def choose_host(sc: StepContext, state: StateConfig, now: float) -> str | Blocke
     hosts = state_hosts(sc, state)
     if not _may_prompt(state) or not _in_use(sc, hosts):
         return None
+    # `host_failover` only when a state has hosts to choose from: a plain run skips it.
+    from little_loops.fsm.engine.host_failover import earliest, free_hosts, take_return
+
     memory = sc.cursor.head.hosts
     free, blocked = free_hosts(memory, hosts, now, sc.fsm.rate_limit.max_utilization)
     if not free:
@@ -121,6 +117,14 @@ def fail_over(
     hosts = state_hosts(sc, state)
     if len(hosts) < 2:
         return None
+    from little_loops.fsm.engine.host_failover import (
+        Blocked,
+        earliest,
+        free_hosts,
+        note_limited,
+        note_session,
+    )
+
     memory, name = sc.cursor.head.hosts, sc.cursor.current_state
     current = request.host or DEFAULT_HOST
     until = note_limited(memory, current, hit, sc.fsm.rate_limit, now)
@@ -142,6 +146,8 @@ def note_ran(sc: StepContext, state: StateConfig, request: RunAction, result: Ac
     when failover or pacing applies, so other runs save nothing new)."""
     if not request.slash or not _in_use(sc, state_hosts(sc, state)):
         return
+    from little_loops.fsm.engine.host_failover import note_quota
+
     memory = sc.cursor.head.hosts
     host = request.host or DEFAULT_HOST
     memory["last"] = host
@@ -155,4 +161,6 @@ def rehosted(first: RunAction, state: StateConfig, host: str) -> RunAction:
 
 def moved_prompt(first: RunAction, request: RunAction, result: ActionResult) -> str:
     """The prompt the next host gets: the same prompt and what the previous one said."""
+    from little_loops.fsm.engine.host_failover import handoff_note
+
     return first.action + handoff_note(request.host or DEFAULT_HOST, result.output)

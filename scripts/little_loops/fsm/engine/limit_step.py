@@ -9,17 +9,19 @@ the record of a wait that the state file keeps (`RunCursor.limit_wait`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from little_loops.fsm.engine.context import StepContext, iso_time
 from little_loops.fsm.engine.cursor_records import LimitWaitRecord
-from little_loops.fsm.engine.limit_policy import LimitBackoff, LimitWait
 from little_loops.fsm.model.action_result import ActionResult
 from little_loops.fsm.process.claude_limits import (
     LimitHit,
     classify_claude_result,
     classify_shell_failure,
 )
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.limit_policy import LimitBackoff, LimitWait
 
 __all__ = [
     "CONTINUE_PROMPT",

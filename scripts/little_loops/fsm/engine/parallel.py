@@ -22,7 +22,7 @@ import dataclasses
 import json
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from little_loops.fsm.engine.child_binding import (
     ChildBindingError,
@@ -54,14 +54,7 @@ from little_loops.fsm.engine.parallel_items import (
     fanout_route,
     fanout_verdict,
 )
-from little_loops.fsm.engine.requests import (
-    BranchToRun,
-    ChildEnded,
-    LoadChild,
-    LoadedChild,
-    Request,
-    RunBranches,
-)
+from little_loops.fsm.engine.requests import BranchToRun, RunBranches
 from little_loops.fsm.engine.revisions import BRANCH_PAUSES, BUDGETS_OVER_PAUSES
 from little_loops.fsm.engine.routing import RoutingError, no_route_message, resolve_target
 from little_loops.fsm.engine.run_guards import RunGuards
@@ -72,10 +65,14 @@ from little_loops.fsm.engine.sub_loop_record import (
     restore_guards,
     restored_cursor,
 )
+from little_loops.fsm.engine.sub_loop_requests import ChildEnded, LoadChild, LoadedChild
 from little_loops.fsm.interpolation import InterpolationError, interpolate
 from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.model.parallel_config import ParallelConfig, parallel_of
 from little_loops.fsm.schema import FSMLoop, StateConfig
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.requests import Request
 
 __all__ = [
     "PARALLEL_BRANCH_END",
@@ -87,7 +84,8 @@ __all__ = [
 ]
 
 
-_Sub = Generator[Request, Any, Ending | None]
+if TYPE_CHECKING:  # `Request` is the union of every request, features' too
+    _Sub = Generator[Request, Any, Ending | None]
 
 # An item's events after which its place (in this fan-out's memory) has moved.
 _PLACE_MOVES = frozenset({ROUTE, LOOP_START, HANDOFF_CONTINUED, APPROVAL_NEEDED})

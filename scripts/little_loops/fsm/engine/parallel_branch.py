@@ -15,21 +15,19 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from little_loops.fsm.engine.child_run import AttachedWorktree, ChildRun
 from little_loops.fsm.engine.context import EventCallback
 from little_loops.fsm.engine.events import PARALLEL_WORKTREE_ADDED, PARALLEL_WORKTREE_REMOVED
-from little_loops.fsm.engine.requests import (
-    AddBranchWorktree,
-    ChildEnded,
-    DetachWorktree,
-    Finish,
-    Request,
-    RunChild,
-    WorktreeAttached,
-)
+from little_loops.fsm.engine.parallel_requests import AddBranchWorktree
+from little_loops.fsm.engine.requests import RunChild
+from little_loops.fsm.engine.run_requests import Finish
 from little_loops.fsm.engine.step_result import Ending, ExecutionResult
+from little_loops.fsm.engine.sub_loop_requests import ChildEnded, DetachWorktree, WorktreeAttached
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.requests import Request
 
 __all__ = ["ALL_PAUSES", "STOP_PAUSES", "BranchPlan", "BranchRun"]
 

@@ -1,23 +1,41 @@
-"""What the run core asks its driver to do (`core.RunCore`), one request at a time.
+"""Every request of the run core (`core.RunCore`) by name, and their union `Request`.
 
-Each request is a small frozen value; the driver does the I/O it names and submits the
-result the request's docstring gives (None where there is nothing to return). `Finish` is
-the last request of a run: it carries the run's result and asks for nothing back.
+The requests every run makes are in `run_requests`; those a run makes only when a
+feature asks are in `judge_requests`, `wait_requests`, `workspace_requests`,
+`handoff_requests`, `approval_requests` (a person's answer), `sub_loop_requests` (a
+child's load, worktree and ending) and here (running a sub-loop's child, a fan-out's
+branches).
+
+A local run loads this module only at its first approval, sub-loop or fan-out; the run
+core and its drivers name `Request` in annotations only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
-from little_loops.fsm.engine.context import RunCursor
-from little_loops.fsm.engine.run_guards import RunGuards
-from little_loops.fsm.engine.spending import RunSpending
-from little_loops.fsm.engine.step_result import Ending, ExecutionResult, Step
-from little_loops.fsm.interpolation import InterpolationContext
-from little_loops.fsm.schema import FSMLoop, LLMConfig, StateConfig
-from little_loops.fsm.signal_detector import SignalScan
+from little_loops.fsm.engine.approval_requests import AwaitApproval
+from little_loops.fsm.engine.handoff_requests import HandOff
+from little_loops.fsm.engine.judge_requests import EvaluateWithIO
+from little_loops.fsm.engine.parallel_requests import AddBranchWorktree
+from little_loops.fsm.engine.run_requests import Finish, RunAction, SaveSnapshot
+from little_loops.fsm.engine.sub_loop_requests import (
+    AttachWorktree,
+    ChildEnded,
+    ChildLoadFailed,
+    ChildSpec,
+    DetachWorktree,
+    LoadChild,
+    LoadedChild,
+    WorktreeAttached,
+)
+from little_loops.fsm.engine.wait_requests import Sleep, WaitUntil
+from little_loops.fsm.engine.workspace_requests import (
+    Checkpoint,
+    FingerprintPaths,
+    InspectWorkspace,
+)
 
 __all__ = [
     "AddBranchWorktree",
@@ -47,178 +65,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class RunAction:
-    """Run one action; submit its `ActionResult`.
-
-    `scan` (when signals are watched) may be fed with the output as it streams; what it
-    did not see the core scans from the result. `log_path`: where a runner that keeps
-    logs writes the whole stdout. `resume_session`: the claude session a slash command
-    continues (`--resume`), for runners that can (`supports_resume_session`).
-    HEAD files: `claude_flags` go on a prompt action's claude command line
-    (`--agent`, `--tools`, `--model`); `idle_timeout` kills the action after that many
-    seconds without output (both for runners that set `supports_head_options`).
-    """
-
-    action: str
-    timeout: float
-    slash: bool
-    scan: SignalScan | None = None
-    log_path: Path | None = None
-    resume_session: str | None = None  # continue this claude session (`--resume <id>`)
-    claude_flags: tuple[str, ...] = ()
-    idle_timeout: float | None = None
-    cwd: Path | None = None  # run it here (a sub-loop's worktree); None: the runner's own
-    # Issue 24: the agent host a prompt action runs on (None: claude, as before hosts) and
-    # the model it is asked for (hosts other than claude; claude gets `--model` in
-    # `claude_flags`), for runners that set `supports_hosts`.
-    host: str | None = None
-    model: str | None = None
-
-
-@dataclass(frozen=True)
-class EvaluateWithIO:
-    """Judge a state whose evaluator needs the host (the LLM judge, a file, a log);
-    submit the `Judgement` from `evaluation_step.judge(state, ctx, step, llm)`."""
-
-    state: StateConfig
-    ctx: InterpolationContext
-    step: Step
-    llm: LLMConfig
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """Save the project's work (`checkpoint: git`); submit the `CheckpointResult`."""
-
-    state: str
-    iteration: int
-    reason: str
-
-
-@dataclass(frozen=True)
-class Sleep:
-    """Wait `seconds` (backoff) unless a shutdown cuts it short; submit None."""
-
-    seconds: float
-
-
-@dataclass(frozen=True)
-class WaitUntil:
-    """Wait until the wall-clock time `until` (epoch seconds; a usage limit's reset)
-    unless a shutdown cuts it short; submit None. Measured against the wall clock, so a
-    machine that slept through part of the wait does not wait that part again."""
-
-    until: float
-
-
-@dataclass(frozen=True)
-class InspectWorkspace:
-    """Fingerprint the project's files for the stall guard, on the host that has them;
-    submit `process.workspace.WorkspaceWatcher(...).fingerprint()` there (a str, or None:
-    nothing watched). Asked only for an ending that can build a stall streak."""
-
-
-@dataclass(frozen=True)
-class FingerprintPaths:
-    """HEAD's `circuit.repeated_failure.progress_paths` (§7.7): the (mtime, size)
-    fingerprint of `paths` minus `exclude` (interpolated, relative to the project), on the
-    host that has them; submit `process.path_fingerprint.paths_fingerprint(...)` (a str)."""
-
-    paths: tuple[str, ...]
-    exclude: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class AwaitApproval:
-    """Wait for a person's answer to `question`, asked by the `human_approval` state
-    `state` at `asked_at` (epoch seconds), until the wall-clock time `until` (None: for
-    ever); submit the `ApprovalAnswer` (`timeout` when `until` passed first), or None when
-    a shutdown cut the wait short (the question stays asked: a resume waits again)."""
-
-    state: str
-    question: str
-    asked_at: float
-    until: float | None = None
-
-
-@dataclass(frozen=True)
-class HandOff:
-    """Give a handoff to the `HandoffHandler` (pause or spawn); submit its `HandoffResult`."""
-
-    loop_name: str
-    continuation: str | None
-
-
-@dataclass(frozen=True)
-class LoadChild:
-    """Load the sub-loop `name` (a `loop:` state's, interpolated; spec §4.1: a file
-    relative to the working directory, else `<loops dir>/<name>.fsm.yaml`, `<name>.yaml`,
-    else a loop shipped with the package) with the whole loading pipeline; submit a
-    `LoadedChild`, or a `ChildLoadFailed` saying why in one line. `context_keys`: keys
-    the parent gives the child (bindings, passthrough), which its checks may count on."""
-
-    name: str
-    context_keys: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class LoadedChild:
-    """A sub-loop the driver loaded: the built loop and the file it came from."""
-
-    loop: FSMLoop
-    path: str
-
-
-@dataclass(frozen=True)
-class ChildLoadFailed:
-    """A sub-loop that could not be found, read or validated (a load failure, §4.3)."""
-
-    message: str
-
-
-@dataclass(frozen=True)
-class AttachWorktree:
-    """Add a fresh worktree of the existing `branch` for a sub-loop (`worktree:`, §4.6);
-    `label` names it. Submit a `WorktreeAttached`, or a `ChildLoadFailed` saying why."""
-
-    branch: str
-    label: str
-
-
-@dataclass(frozen=True)
-class WorktreeAttached:
-    """Where the worktree is (`path`) and the working directory it stands in for."""
-
-    path: Path
-    origin: Path
-
-
-@dataclass(frozen=True)
-class DetachWorktree:
-    """Remove a sub-loop's worktree (its branch stays); submit None, or why it failed."""
-
-    path: Path
-
-
-@dataclass(frozen=True)
-class ChildEnded:
-    """How a sub-loop's child ended, wherever it ran: its `ending` and `result`, what it
-    captured and spent, its handoffs and usage-limit wait (kept when it pauses),
-    whether it ended on a `FATAL_ERROR` signal (which fails the whole run, §9f), and the
-    run's rate-limit memory as a child run elsewhere left it (None: the run's own object
-    was used, §7.6)."""
-
-    ending: Ending
-    result: ExecutionResult
-    captured: dict[str, Any]
-    spending: RunSpending
-    handoff_count: int = 0
-    limit_wait: dict[str, Any] | None = None
-    fatal: bool = False
-    rate_limit: dict[str, Any] | None = None
-
-
 class ChildToRun(Protocol):
     """A sub-loop's child as its parent's core built it (`child_run.ChildRun`)."""
 
@@ -234,30 +80,6 @@ class ChildToRun(Protocol):
 
 
 @dataclass(frozen=True)
-class ChildSpec:
-    """What a child needs to run elsewhere, as JSON values: the prepared loop
-    (`FSMLoop.to_dict()`: bound context, clamped clock and budget, the run's LLM choices)
-    and its `dialect`; its name, file and the parent state that runs it; its `depth` and
-    the loop names from the top (`chain`); `records`: its place and its descendants'
-    (the run's `head.sub_loops` from its level on); the run's rate-limit memory (§7.6);
-    `log_dir`: where its actions' logs go (None: none kept); `worktree`: the `branch` and
-    `path` of the worktree it runs in (`worktree:`, §4.6; None: none)."""
-
-    loop: dict[str, Any]
-    dialect: str
-    name: str
-    path: str
-    parent_state: str
-    parent_iteration: int
-    depth: int
-    chain: tuple[str, ...]
-    records: list[dict[str, Any]]
-    rate_limit: dict[str, Any]
-    log_dir: str | None
-    worktree: dict[str, str] | None = None
-
-
-@dataclass(frozen=True)
 class RunChild:
     """Run a sub-loop's child to its end (spec §4); submit its `ChildEnded`.
 
@@ -270,40 +92,6 @@ class RunChild:
     `ChildEnded` it sends back."""
 
     child: ChildToRun
-
-
-@dataclass(frozen=True)
-class SaveSnapshot:
-    """Save the run's snapshot with the event `after` (the run has reached a place a
-    resume can go on from: the start, a route, a continued handoff, a usage-limit wait or
-    a minute of one, a handoff about to spawn a session).
-
-    Not yielded like the requests above: the save belongs with its event, which a step
-    emits in the middle of its work, before the cursor changes again. The core hands it
-    to its driver's `save` callback just before it delivers the event; a driver that keeps
-    a state file (`store.persistent_executor`) writes it once it has recorded that event.
-    `cursor` and `guards` are the run's own (read at once, never kept); `current_state`
-    the state the snapshot names (a route's target); `nested`: a sub-loop's event (the
-    cursor is still the top run's, whose state is under way)."""
-
-    after: str
-    cursor: RunCursor
-    guards: RunGuards
-    current_state: str
-    elapsed_ms: int
-    nested: bool = False
-
-
-@dataclass(frozen=True)
-class AddBranchWorktree:
-    """A `parallel:` item's worktree (issue 25): `git worktree add` of the branch
-    `branch` under `<loops dir>/.worktrees/` (`label` names the folder), the branch made
-    from the project's HEAD when `fresh` (moved there if it exists), else the branch as
-    it is (a resumed item). Submit a `WorktreeAttached`, or a `ChildLoadFailed`."""
-
-    branch: str
-    label: str
-    fresh: bool = True
 
 
 class BranchToRun(Protocol):
@@ -341,14 +129,6 @@ class RunBranches:
     Calls into the fan-out and its branches are the core's: one at a time."""
 
     fanout: FanoutToRun
-
-
-@dataclass(frozen=True)
-class Finish:
-    """The run is over: `result` is what it returns (`loop_complete` was emitted)."""
-
-    ending: Ending
-    result: ExecutionResult
 
 
 Request = (

@@ -8,10 +8,12 @@ A callback that raises ends the run: `deliver` wraps its exception in
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from little_loops.fsm.engine.step_result import ExecutionResult
-from little_loops.fsm.model.checkpoint_result import CheckpointResult
+
+if TYPE_CHECKING:
+    from little_loops.fsm.model.checkpoint_result import CheckpointResult
 
 __all__ = [
     "EventCallbackError",

@@ -22,18 +22,9 @@ import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Generic, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from little_loops.fsm.engine.action_step import call_runner
-from little_loops.fsm.engine.approval_wait import ApprovalInbox, wait_for_answer
-from little_loops.fsm.engine.branch_servers import ExecutorBranchServer, SerialBranchServer
-from little_loops.fsm.engine.branch_threads import BranchServer, drive_branches
-from little_loops.fsm.engine.child_loader import (
-    add_branch_worktree,
-    attach_worktree,
-    detach_worktree,
-    load_child,
-)
 from little_loops.fsm.engine.context import (
     ActionRunner,
     Checkpointer,
@@ -43,38 +34,30 @@ from little_loops.fsm.engine.context import (
 )
 from little_loops.fsm.engine.core import RunCore, SaveCallback
 from little_loops.fsm.engine.evaluation_step import judge
-from little_loops.fsm.engine.requests import (
-    AddBranchWorktree,
-    AttachWorktree,
-    AwaitApproval,
-    Checkpoint,
-    ChildEnded,
-    DetachWorktree,
-    EvaluateWithIO,
-    FingerprintPaths,
-    Finish,
-    HandOff,
-    InspectWorkspace,
-    LoadChild,
-    Request,
-    RunAction,
-    RunBranches,
-    RunChild,
-    Sleep,
-    WaitUntil,
-)
 from little_loops.fsm.engine.run_events import ignore_event
 from little_loops.fsm.engine.run_guards import RunGuards
+from little_loops.fsm.engine.run_requests import Finish, RunAction
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.handoff_handler import HandoffHandler, HandoffResult
 from little_loops.fsm.model.run_choices import NO_CHOICES, RunChoices
 from little_loops.fsm.process.clock import SYSTEM_CLOCK
-from little_loops.fsm.process.path_fingerprint import paths_fingerprint
 from little_loops.fsm.process.process_groups import ActionGroup
 from little_loops.fsm.process.runner import DefaultActionRunner
-from little_loops.fsm.process.workspace import WorkspaceWatcher
 from little_loops.fsm.schema import FSMLoop
 from little_loops.fsm.signal_detector import DetectedSignal, SignalDetector
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.approval_wait import ApprovalInbox
+    from little_loops.fsm.engine.branch_threads import BranchServer
+    from little_loops.fsm.engine.parallel_requests import AddBranchWorktree
+    from little_loops.fsm.engine.requests import Request, RunBranches, RunChild
+    from little_loops.fsm.engine.sub_loop_requests import (
+        AttachWorktree,
+        ChildEnded,
+        DetachWorktree,
+        LoadChild,
+    )
+    from little_loops.fsm.process.workspace import WorkspaceWatcher
 
 __all__ = ["ExecutionResult", "FSMExecutor"]
 
@@ -278,6 +261,8 @@ class FSMExecutor:
         process's directory) for the stall guard; the watcher keeps the loop's runtime
         folder (`guards.loops_dir`, set by persistence before the run) out of it."""
         if self._workspace is None:
+            from little_loops.fsm.process.workspace import WorkspaceWatcher  # the stall guard's
+
             self._workspace = WorkspaceWatcher(
                 loops_dir=self.guards.loops_dir, progress_paths=self.guards.progress_paths
             )
@@ -308,6 +293,9 @@ class FSMExecutor:
 
     def _run_branches(self, request: RunBranches) -> None:
         """A `parallel:` fan-out: its branches run side by side (`branch_threads`)."""
+        from little_loops.fsm.engine.branch_servers import SerialBranchServer
+        from little_loops.fsm.engine.branch_threads import drive_branches
+
         drive_branches(
             request.fanout,
             self._open_branch_server,
@@ -333,11 +321,22 @@ class FSMExecutor:
         if self._shutdown_requested:
             server.request_shutdown()
         tell = getattr(self.action_runner, "on_group_running", None)
+        from little_loops.fsm.engine.branch_servers import ExecutorBranchServer
+
         return ExecutorBranchServer(server, runner, self._branch_groups, tell, lock)
 
     def _serve_sub_loop(
         self, request: LoadChild | AttachWorktree | DetachWorktree | AddBranchWorktree
     ) -> Any:
+        from little_loops.fsm.engine.child_loader import (
+            add_branch_worktree,
+            attach_worktree,
+            detach_worktree,
+            load_child,
+        )
+        from little_loops.fsm.engine.parallel_requests import AddBranchWorktree
+        from little_loops.fsm.engine.sub_loop_requests import AttachWorktree, LoadChild
+
         loops_dir = self.guards.loops_dir or Path(".loops")
         if isinstance(request, AddBranchWorktree):
             return add_branch_worktree(request.branch, loops_dir, request.label, request.fresh)
@@ -378,6 +377,21 @@ class FSMExecutor:
                     host=request.host,
                     model=request.model,
                 )
+        return self._serve_occasional(request)
+
+    def _serve_occasional(self, request: Request) -> Any:
+        """A request a run makes only when a feature asks (judge with I/O, checkpoint,
+        fingerprint, wait, hand off, and the features of `_serve_feature`): their modules
+        are imported at the first such request, so that a plain run does not load them."""
+        from little_loops.fsm.engine.handoff_requests import HandOff
+        from little_loops.fsm.engine.judge_requests import EvaluateWithIO
+        from little_loops.fsm.engine.wait_requests import Sleep, WaitUntil
+        from little_loops.fsm.engine.workspace_requests import (
+            Checkpoint,
+            FingerprintPaths,
+            InspectWorkspace,
+        )
+
         if isinstance(request, EvaluateWithIO):
             return judge(request.state, request.ctx, request.step, request.llm)
         if isinstance(request, Checkpoint):
@@ -388,6 +402,8 @@ class FSMExecutor:
         if isinstance(request, InspectWorkspace):
             return self._workspace_fingerprint()
         if isinstance(request, FingerprintPaths):
+            from little_loops.fsm.process.path_fingerprint import paths_fingerprint
+
             return paths_fingerprint(request.paths, request.exclude)
         if isinstance(request, Sleep):
             # `request_shutdown` cuts the wait short.
@@ -397,7 +413,27 @@ class FSMExecutor:
         if isinstance(request, WaitUntil):
             self._wait_until(request.until)
             return None
+        if isinstance(request, HandOff):
+            assert self.handoff_handler is not None
+            return self.handoff_handler.handle(request.loop_name, request.continuation)
+        return self._serve_feature(request)
+
+    def _serve_feature(self, request: Request) -> Any:
+        """A request of a feature a plain loop never reaches (an approval, a sub-loop, a
+        fan-out): the modules that serve it are imported here, at its first request, so
+        that a plain run does not load them at start-up."""
+        from little_loops.fsm.engine.approval_requests import AwaitApproval
+        from little_loops.fsm.engine.parallel_requests import AddBranchWorktree
+        from little_loops.fsm.engine.requests import RunBranches, RunChild
+        from little_loops.fsm.engine.sub_loop_requests import (
+            AttachWorktree,
+            DetachWorktree,
+            LoadChild,
+        )
+
         if isinstance(request, AwaitApproval):
+            from little_loops.fsm.engine.approval_wait import wait_for_answer
+
             return wait_for_answer(
                 request, self.approvals, self.clock, self._wake, self._stop_requested
             )
@@ -405,7 +441,7 @@ class FSMExecutor:
             return self._run_child(request)
         if isinstance(request, RunBranches):
             return self._run_branches(request)
-        if isinstance(request, LoadChild | AttachWorktree | DetachWorktree | AddBranchWorktree):
-            return self._serve_sub_loop(request)
-        assert isinstance(request, HandOff) and self.handoff_handler is not None
-        return self.handoff_handler.handle(request.loop_name, request.continuation)
+        assert isinstance(
+            request, LoadChild | AttachWorktree | DetachWorktree | AddBranchWorktree
+        ), request
+        return self._serve_sub_loop(request)

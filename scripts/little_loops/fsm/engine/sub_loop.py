@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from little_loops.fsm.engine.budget_routes import budget_reached, budgeted_state, token_budget
 from little_loops.fsm.engine.child_binding import (
@@ -40,7 +40,7 @@ from little_loops.fsm.engine.child_run import ChildRun, ParentCore, SubLoopFrame
 from little_loops.fsm.engine.child_worktree import ChildWorktree
 from little_loops.fsm.engine.context import RunCursor, StepContext
 from little_loops.fsm.engine.events import ROUTE
-from little_loops.fsm.engine.requests import ChildEnded, LoadChild, LoadedChild, Request, RunChild
+from little_loops.fsm.engine.requests import RunChild
 from little_loops.fsm.engine.revisions import BUDGETS_OVER_PAUSES
 from little_loops.fsm.engine.routing import RoutingError, no_route_message, resolve_target
 from little_loops.fsm.engine.run_guards import RunGuards
@@ -51,11 +51,15 @@ from little_loops.fsm.engine.sub_loop_record import (
     restore_guards,
     restored_cursor,
 )
+from little_loops.fsm.engine.sub_loop_requests import ChildEnded, LoadChild, LoadedChild
 from little_loops.fsm.interpolation import InterpolationError, interpolate
 from little_loops.fsm.model.budgets import with_budgets
 from little_loops.fsm.model.head_loop import HeadStateConfig
 from little_loops.fsm.model.log_names import action_log_name
 from little_loops.fsm.schema import FSMLoop
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.requests import Request
 
 __all__ = ["MAX_SUB_LOOP_DEPTH", "SubLoopFrame", "run_sub_loop"]
 
@@ -66,7 +70,8 @@ MAX_SUB_LOOP_DEPTH = 8
 _PAUSING = frozenset({"signal", "handoff", "usage_limited"})
 _BUDGET = "budget_exhausted"  # `core.BUDGET` (core imports this module)
 
-_Sub = Generator[Request, Any, Ending | None]
+if TYPE_CHECKING:  # `Request` is the union of every request, features' too
+    _Sub = Generator[Request, Any, Ending | None]
 
 
 def top_frame(core: ParentCore) -> SubLoopFrame:

@@ -20,7 +20,7 @@ from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.spending import RunSpending
 
 if TYPE_CHECKING:
-    from little_loops.fsm.engine.requests import ChildEnded
+    from little_loops.fsm.engine.sub_loop_requests import ChildEnded
 
 __all__ = [
     "child_record",

@@ -32,6 +32,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from little_loops.fsm.model.action_result import ActionResult as ActionResult
 from little_loops.fsm.model.agent_hosts import DEFAULT_HOST
@@ -41,10 +42,6 @@ from little_loops.fsm.process import reference_seams
 from little_loops.fsm.process.background_groups import BackgroundGroups, group_exists
 from little_loops.fsm.process.claude_refusal import CLAUDE_NOT_FOUND as CLAUDE_NOT_FOUND
 from little_loops.fsm.process.claude_refusal import claude_not_found, claude_refusal
-from little_loops.fsm.process.hosts import AgentHost, HostStream, host_named, program_of
-from little_loops.fsm.process.hosts.claude import ClaudeHost
-from little_loops.fsm.process.hosts.missing import host_not_found
-from little_loops.fsm.process.idle_watch import IdleWatch
 from little_loops.fsm.process.output_files import SpareFiles, truncation_marker
 from little_loops.fsm.process.output_streams import (
     LineCallback,
@@ -55,7 +52,20 @@ from little_loops.fsm.process.output_streams import (
 )
 from little_loops.fsm.process.process_groups import ActionGroup
 
-_CLAUDE = ClaudeHost()  # builds a slash command's claude command line
+if TYPE_CHECKING:
+    from little_loops.fsm.process.hosts import AgentHost, HostStream
+    from little_loops.fsm.process.hosts.claude import ClaudeHost
+    from little_loops.fsm.process.idle_watch import IdleWatch
+
+
+@functools.cache
+def _claude_host() -> ClaudeHost:
+    """Builds a slash command's claude command line; the agent hosts are imported only
+    by a run that runs a prompt (a shell-only run starts without them)."""
+    from little_loops.fsm.process.hosts.claude import ClaudeHost
+
+    return ClaudeHost()
+
 
 DEFAULT_OUTPUT_CAP = 1024 * 1024
 """Bytes of stdout (and of stderr) kept in memory per action: the tail survives."""
@@ -322,7 +332,7 @@ class DefaultActionRunner:
             )
             return ActionResult(*ran)
         started = time.monotonic()
-        agent = host_named(host or DEFAULT_HOST) if is_slash_command else None
+        agent = _agent_named(host or DEFAULT_HOST) if is_slash_command else None
         argv, env = self._command(
             agent, action, is_slash_command, resume_session, claude_flags, model
         )
@@ -347,7 +357,7 @@ class DefaultActionRunner:
             claude = agent.stream(readers, cap=self.output_cap) if agent is not None else None
             if claude is not None:  # the agent's lines go through it, always followed
                 readers = OutputReaders(on_text=claude.feed)
-            running.idle = IdleWatch(idle_timeout) if idle_timeout else None
+            running.idle = _idle_watch(idle_timeout) if idle_timeout else None
             running.agent = agent
             result = self._supervise(running, started, timeout, readers, claude)
             if agent is not None and claude is not None:
@@ -394,6 +404,8 @@ class DefaultActionRunner:
         """The argv and the environment (None: ours) of the action's process."""
         if agent is None or agent.name == DEFAULT_HOST:
             return self._argv(action, is_slash_command, resume_session, claude_flags), None
+        from little_loops.fsm.process.hosts import program_of
+
         program = program_of(agent)
         chosen = model if agent.takes_model else None
         command = agent.command(program, action, resume_session=resume_session, model=chosen)
@@ -412,7 +424,7 @@ class DefaultActionRunner:
     ) -> list[str]:
         if not is_slash_command:
             return ["bash", "-c", action]
-        command = _CLAUDE.command(
+        command = _claude_host().command(
             self._claude_bin(), action, resume_session=resume_session, extra_flags=claude_flags
         )
         return command.argv
@@ -592,6 +604,20 @@ def _note_host_ending(result: ActionResult, agent: AgentHost, run: ClaudeRun) ->
         result.error = f"{agent.name} exited with code {result.exit_code}: {ending.message}"
 
 
+def _idle_watch(idle_timeout: float) -> IdleWatch:
+    """The watch of an action with an `idle_timeout:` (imported only for one)."""
+    from little_loops.fsm.process.idle_watch import IdleWatch
+
+    return IdleWatch(idle_timeout)
+
+
+def _agent_named(host: str) -> AgentHost:
+    """The adapter of the agent CLI `host` (see `_claude_host` for why it is imported here)."""
+    from little_loops.fsm.process.hosts import host_named
+
+    return host_named(host)
+
+
 def _start_failure_message(
     program: str,
     exc: OSError | ValueError,
@@ -599,6 +625,8 @@ def _start_failure_message(
     agent: AgentHost | None = None,
 ) -> str:
     if agent is not None and agent.name != DEFAULT_HOST and isinstance(exc, FileNotFoundError):
+        from little_loops.fsm.process.hosts.missing import host_not_found
+
         return host_not_found(agent, program)
     if is_slash_command and isinstance(exc, FileNotFoundError):
         return claude_not_found(program)

@@ -12,11 +12,13 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from little_loops.fsm.engine.requests import AwaitApproval
-from little_loops.fsm.model.approval import ApprovalAnswer, PendingApproval
 from little_loops.fsm.store.file_writes import write_file_atomically
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.approval_requests import AwaitApproval
+    from little_loops.fsm.model.approval_records import ApprovalAnswer, PendingApproval
 
 __all__ = [
     "APPROVAL_SUFFIX",
@@ -37,6 +39,8 @@ def answer_path(running_dir: Path, loop_name: str) -> Path:
 def pending_question(head: dict[str, Any] | None) -> PendingApproval | None:
     """The question a saved run waits on (its state file's `head.approval`, or that of
     the deepest sub-loop under way that asked one), or None."""
+    from little_loops.fsm.model.approval_records import PendingApproval  # see `take`
+
     head = head or {}
     for place in reversed(head.get("sub_loops") or []):
         counters = place.get("counters") if isinstance(place, dict) else None
@@ -63,6 +67,9 @@ class FileApprovalInbox:
         record = self._read()
         if record is None:
             return None
+        # Imported here: every local run has this inbox, few ever ask a person.
+        from little_loops.fsm.model.approval_records import ApprovalAnswer, PendingApproval
+
         asked = PendingApproval(request.state, request.question, request.asked_at)
         answer = ApprovalAnswer.from_dict(record) if asked.answers(record) else None
         with contextlib.suppress(FileNotFoundError):

@@ -8,18 +8,19 @@ state file is never half written); `append_whole_line` appends with one write on
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
-import random
 from pathlib import Path
 
 
 def _create_temp_beside(path: Path) -> tuple[int, str]:
     """Create `.<file name>.<8 hex digits>.tmp` next to `path` (the umask applies as for
     open()). The digits only have to differ from a leftover's: `O_EXCL` refuses a clash,
-    so they come from the process's PRNG, not from a system call per snapshot."""
+    so they count on from a number drawn once per process (`random` is not loaded for
+    it: a plain run starts faster), not from a system call per snapshot."""
     prefix = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.")
     while True:
-        temp = f"{prefix}{_temp_names.getrandbits(32):08x}.tmp"
+        temp = f"{prefix}{next(_temp_names) & 0xFFFFFFFF:08x}.tmp"
         try:
             return os.open(temp, _TEMP_FLAGS, 0o666), temp
         except FileExistsError:  # pragma: no cover - 32 random bits collided
@@ -27,8 +28,18 @@ def _create_temp_beside(path: Path) -> tuple[int, str]:
 
 
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-_temp_names = random.Random()  # seeded from the OS once; reseeded in a forked child
-os.register_at_fork(after_in_child=_temp_names.seed)
+
+
+def _draw_temp_names() -> None:
+    """Start the temp-name counter at a number from the OS (again in a forked child, so
+    parent and child do not try the same names)."""
+    global _temp_names
+    _temp_names = itertools.count(int.from_bytes(os.urandom(4), "big"))
+
+
+_temp_names: itertools.count[int]
+_draw_temp_names()
+os.register_at_fork(after_in_child=_draw_temp_names)
 
 
 def write_file_atomically(path: Path, text: str, *, durable: bool = True) -> None:

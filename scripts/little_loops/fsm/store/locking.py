@@ -25,7 +25,6 @@ import errno
 import fcntl
 import json
 import os
-import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -380,7 +379,7 @@ def _try_flock(fd: int, operation: int) -> bool:
 def _write_record(fd: int, path: Path, loop_name: str, scope: Sequence[str]) -> None:
     record = {
         "pid": os.getpid(),
-        "host": socket.gethostname(),
+        "host": os.uname().nodename,
         "loop": loop_name,
         "scope": list(scope),
         "since": now_iso(),

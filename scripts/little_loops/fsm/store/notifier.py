@@ -25,6 +25,7 @@ from typing import Any
 
 from little_loops.fsm.engine.events import APPROVAL_NEEDED, HOST_SWITCH, LIMIT_WAIT, LIMIT_WAIT_END
 from little_loops.fsm.process.notify_command import NOTIFY_TIMEOUT_SECONDS, start_notify_command
+from little_loops.fsm.store.notify_log import notify_log_path
 from little_loops.fsm.store.state_files import LoopState, StatePersistence
 
 __all__ = [
@@ -79,11 +80,6 @@ class Notification:
     event: str
     status: str
     message: str
-
-
-def notify_log_path(persistence: StatePersistence) -> Path:
-    """Where the calls of a run's notify command are logged, one line each."""
-    return persistence.running_dir / f"{persistence.loop_name}.notify.log"
 
 
 def end_notification(state: LoopState) -> Notification:

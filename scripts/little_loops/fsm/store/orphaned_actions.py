@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import time
 
 from little_loops.fsm.errors import LoopError
@@ -44,7 +43,7 @@ def orphaned_groups(state: LoopState) -> list[ActionGroup]:
     """The recorded action groups of `state` that still run (on this host)."""
     if not state.action_groups:
         return []
-    if state.host is not None and state.host != socket.gethostname():
+    if state.host is not None and state.host != os.uname().nodename:
         return []  # not visible from here
     groups = [ActionGroup.from_dict(item) for item in state.action_groups]
     return [group for group in groups if group.alive()]

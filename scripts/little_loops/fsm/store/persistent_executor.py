@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from little_loops.fsm.engine import events
-from little_loops.fsm.engine.approval_wait import ApprovalInbox
 from little_loops.fsm.engine.context import (
     ActionRunner,
     Checkpointer,
@@ -28,14 +26,13 @@ from little_loops.fsm.engine.context import (
     EventCallback,
     RunCursor,
 )
-from little_loops.fsm.engine.requests import SaveSnapshot
 from little_loops.fsm.engine.run_loop import FSMExecutor
+from little_loops.fsm.engine.run_requests import SaveSnapshot
 from little_loops.fsm.engine.step_result import ExecutionResult
 from little_loops.fsm.errors import LoopError, RunFilesError, StateFileError
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.model.approval import AWAITING_APPROVAL
 from little_loops.fsm.model.run_settings import NO_SETTINGS, RunSettings
-from little_loops.fsm.process.checkpoint import GitCheckpointer
 from little_loops.fsm.process.output_files import action_log_name, stderr_log_path
 from little_loops.fsm.process.process_groups import ActionGroup
 from little_loops.fsm.process.runner import DefaultActionRunner
@@ -43,7 +40,7 @@ from little_loops.fsm.schema import DEFAULT_LOGS_KEEP, FSMLoop
 from little_loops.fsm.signal_detector import SignalDetector
 from little_loops.fsm.store.approval_inbox import FileApprovalInbox, answer_path
 from little_loops.fsm.store.log_retention import LogRetention
-from little_loops.fsm.store.notifier import RunNotifier, notify_log_path, run_notifier
+from little_loops.fsm.store.notify_log import notify_log_path
 from little_loops.fsm.store.orphaned_actions import OrphanedActionError, stop_orphans
 from little_loops.fsm.store.run_dir import prepare_run_dir
 from little_loops.fsm.store.run_history import (
@@ -72,6 +69,10 @@ from little_loops.fsm.store.state_files import (
     is_process_alive,
     now_iso,
 )
+
+if TYPE_CHECKING:
+    from little_loops.fsm.engine.approval_wait import ApprovalInbox
+    from little_loops.fsm.store.notifier import RunNotifier
 
 __all__ = [
     "RUNNING_DIR",
@@ -174,6 +175,15 @@ def _loop_mismatch(state: LoopState, fsm: FSMLoop) -> str | None:
     return None
 
 
+def _notifier_of(command: str | None, persistence: StatePersistence) -> RunNotifier | None:
+    """The run's notifier (None: no notify command); `notifier` loads only for one."""
+    if not command:
+        return None
+    from little_loops.fsm.store.notifier import run_notifier
+
+    return run_notifier(command, persistence)
+
+
 class PersistentExecutor:
     """An `FSMExecutor` whose events and state are saved, so the run can be resumed.
 
@@ -245,7 +255,7 @@ class PersistentExecutor:
         # one record, `store.run_record`).
         self.record = RunRecord(
             self.fsm,
-            socket.gethostname(),
+            os.uname().nodename,  # socket.gethostname() on POSIX, without loading socket
             dict(context_overrides or {}),
             budget_override=self.settings.max_cost_usd,
             notify_override=self.settings.notify,
@@ -256,12 +266,14 @@ class PersistentExecutor:
         if isinstance(self._runner, DefaultActionRunner):
             self._runner.on_group_running = self._record_action_group
         # Tells a person when the run ends or waits (`notify`); None: nobody to tell.
-        self.notifier: RunNotifier | None = run_notifier(self.fsm.notify, self.persistence)
+        self.notifier: RunNotifier | None = _notifier_of(self.fsm.notify, self.persistence)
 
     def _checkpointer(self) -> Checkpointer | None:
         """`checkpoint: git`: the run's git checkpoints (None: no checkpoints)."""
         if self.fsm.checkpoint != "git":
             return None
+        from little_loops.fsm.process.checkpoint import GitCheckpointer  # only such runs
+
         return GitCheckpointer(self.fsm.name, loops_dir=self.persistence.loops_dir)
 
     def _retention(self, logs_keep: int) -> LogRetention | None:
@@ -607,7 +619,7 @@ class PersistentExecutor:
         record.fsm, record.budget_override = self.fsm, settings.max_cost_usd
         record.notify_override = settings.notify
         if notify_restored:
-            self.notifier = run_notifier(self.fsm.notify, self.persistence)
+            self.notifier = _notifier_of(self.fsm.notify, self.persistence)
 
     def _restore_context_overrides(self, state: LoopState) -> None:
         """The run's `--context` values win over the loop file's again."""

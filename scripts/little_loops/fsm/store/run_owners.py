@@ -11,7 +11,6 @@ the run ended (the reference resumed such files), is owned by nobody.
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 from little_loops.fsm.store.locking import lock_file_exists, read_holder
@@ -31,7 +30,7 @@ def note_run_going(state_file: Path, going: bool) -> None:
 
 def owner_alive(state: LoopState, running_dir: Path, state_file: Path) -> bool:
     """Whether another run still writes the `running` state `state` (on this host)."""
-    if state.host is not None and state.host != socket.gethostname():
+    if state.host is not None and state.host != os.uname().nodename:
         return False  # we cannot see it; the brief treats it as gone
     if lock_file_exists(running_dir, state.loop_name):  # the lock knows; the pid may lie
         holder = read_holder(running_dir, state.loop_name)

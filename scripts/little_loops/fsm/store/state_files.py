@@ -12,7 +12,6 @@ the public import path.
 from __future__ import annotations
 
 import contextlib
-import glob
 import json
 import os
 from collections.abc import Iterator
@@ -201,7 +200,7 @@ class StatePersistence:
         self._remove_stray_temp_files()
 
     def _remove_stray_temp_files(self) -> None:
-        pattern = f".{glob.escape(self.state_file.name)}.*.tmp"
+        pattern = f".{_glob_escaped(self.state_file.name)}.*.tmp"
         if self.running_dir.is_dir():
             for stray in self.running_dir.glob(pattern):
                 stray.unlink(missing_ok=True)
@@ -268,6 +267,12 @@ class StatePersistence:
         """Delete the state file, then the events file."""
         self.clear_state()
         self.clear_events()
+
+
+def _glob_escaped(name: str) -> str:
+    """`name` matched literally in a glob pattern (as `glob.escape`, which would load the
+    `glob` module at every start for this one call)."""
+    return "".join(f"[{char}]" if char in "*?[" else char for char in name)
 
 
 def _json_problem(exc: json.JSONDecodeError) -> str:

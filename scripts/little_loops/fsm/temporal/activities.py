@@ -34,8 +34,8 @@ from temporalio.api.enums.v1 import TimeoutType
 
 from little_loops.fsm.engine.child_loader import load_child as load_child_file
 from little_loops.fsm.engine.evaluation_step import judge as judge_step
-from little_loops.fsm.engine.requests import ChildLoadFailed
 from little_loops.fsm.engine.step_result import Step
+from little_loops.fsm.engine.sub_loop_requests import ChildLoadFailed
 from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
 from little_loops.fsm.interpolation import InterpolationContext
 from little_loops.fsm.model.head_loop import loop_from_dict

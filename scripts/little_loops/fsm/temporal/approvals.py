@@ -17,8 +17,8 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from little_loops.fsm.engine.requests import AwaitApproval
-    from little_loops.fsm.model.approval import ApprovalAnswer, PendingApproval
+    from little_loops.fsm.engine.approval_requests import AwaitApproval
+    from little_loops.fsm.model.approval_records import ApprovalAnswer, PendingApproval
 
 __all__ = ["APPROVALS", "APPROVAL_SIGNAL", "ApprovalSignal", "ApprovalWaits"]
 

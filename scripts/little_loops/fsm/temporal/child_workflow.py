@@ -33,9 +33,10 @@ with workflow.unsafe.imports_passed_through():
 
     from little_loops.fsm.engine.child_run import AttachedWorktree, ChildRun, SubLoopFrame
     from little_loops.fsm.engine.core import RunCore
-    from little_loops.fsm.engine.requests import ChildSpec, Finish
     from little_loops.fsm.engine.run_guards import RunGuards
+    from little_loops.fsm.engine.run_requests import Finish
     from little_loops.fsm.engine.sub_loop_record import restore_guards, restored_cursor
+    from little_loops.fsm.engine.sub_loop_requests import ChildSpec
     from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler
     from little_loops.fsm.model.head_loop import loop_from_dict
     from little_loops.fsm.signal_detector import SignalDetector

@@ -24,11 +24,11 @@ with workflow.unsafe.imports_passed_through():
     from little_loops.fsm.engine.requests import (
         BranchToRun,
         FanoutToRun,
-        Finish,
         Request,
         RunBranches,
         RunChild,
     )
+    from little_loops.fsm.engine.run_requests import Finish
     from little_loops.fsm.engine.step_result import Ending
     from little_loops.fsm.temporal.sub_loop_children import ended_unrun
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from little_loops.fsm.engine.context import RunCursor
 from little_loops.fsm.engine.head_memory import HeadMemory
-from little_loops.fsm.engine.requests import ChildSpec
 from little_loops.fsm.engine.run_guards import RunGuards
 from little_loops.fsm.engine.spending import RunSpending
+from little_loops.fsm.engine.sub_loop_requests import ChildSpec
 from little_loops.fsm.model.run_choices import RunChoices
 from little_loops.fsm.process.runner import ActionResult
 from little_loops.fsm.signal_detector import DetectedSignal

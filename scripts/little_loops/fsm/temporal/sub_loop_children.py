@@ -27,9 +27,10 @@ from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, TemporalError
 
 with workflow.unsafe.imports_passed_through():
-    from little_loops.fsm.engine.requests import ChildEnded, ChildSpec, ChildToRun, RunChild
+    from little_loops.fsm.engine.requests import ChildToRun, RunChild
     from little_loops.fsm.engine.spending import RunSpending
     from little_loops.fsm.engine.step_result import Ending, ExecutionResult
+    from little_loops.fsm.engine.sub_loop_requests import ChildEnded, ChildSpec
     from little_loops.fsm.temporal.payloads import (
         ChildProgress,
         ChildRunInput,

@@ -58,34 +58,32 @@ with workflow.unsafe.imports_passed_through():
     from pathlib import Path
 
     from little_loops.fsm.engine import events
+    from little_loops.fsm.engine.approval_requests import AwaitApproval
     from little_loops.fsm.engine.context import RunCursor
     from little_loops.fsm.engine.core import RunCore
     from little_loops.fsm.engine.evaluation_step import Judgement
+    from little_loops.fsm.engine.handoff_requests import HandOff
     from little_loops.fsm.engine.host_failover import HOST_SWITCH
-    from little_loops.fsm.engine.requests import (
-        AddBranchWorktree,
+    from little_loops.fsm.engine.judge_requests import EvaluateWithIO
+    from little_loops.fsm.engine.parallel_requests import AddBranchWorktree
+    from little_loops.fsm.engine.requests import Request, RunBranches, RunChild
+    from little_loops.fsm.engine.run_guards import RunGuards
+    from little_loops.fsm.engine.run_requests import Finish, RunAction
+    from little_loops.fsm.engine.sub_loop_requests import (
         AttachWorktree,
-        AwaitApproval,
-        Checkpoint,
         ChildEnded,
         ChildLoadFailed,
         DetachWorktree,
-        EvaluateWithIO,
-        FingerprintPaths,
-        Finish,
-        HandOff,
-        InspectWorkspace,
         LoadChild,
         LoadedChild,
-        Request,
-        RunAction,
-        RunBranches,
-        RunChild,
-        Sleep,
-        WaitUntil,
         WorktreeAttached,
     )
-    from little_loops.fsm.engine.run_guards import RunGuards
+    from little_loops.fsm.engine.wait_requests import Sleep, WaitUntil
+    from little_loops.fsm.engine.workspace_requests import (
+        Checkpoint,
+        FingerprintPaths,
+        InspectWorkspace,
+    )
     from little_loops.fsm.handoff_handler import HandoffBehavior, HandoffHandler, HandoffResult
     from little_loops.fsm.model.head_loop import loop_from_dict
     from little_loops.fsm.process.checkpoint import CheckpointResult

@@ -17,7 +17,7 @@ from temporalio import activity
 from little_loops.fsm.engine.child_loader import add_branch_worktree as add_here
 from little_loops.fsm.engine.child_loader import attach_worktree as attach_here
 from little_loops.fsm.engine.child_loader import detach_worktree as detach_here
-from little_loops.fsm.engine.requests import WorktreeAttached
+from little_loops.fsm.engine.sub_loop_requests import WorktreeAttached
 from little_loops.fsm.temporal.payloads import WorktreeInput, WorktreeOutput
 
 __all__ = ["WORKTREE_ACTIVITIES", "add_branch_worktree", "attach_worktree", "detach_worktree"]
