@@ -182,3 +182,145 @@ def test_python_dash_m_little_loops_cli_runs_ll_loop(
 
     assert exited.value.code == 1
     assert capsys.readouterr().err == "No runs of 'nothing' kept\n"
+
+
+GUARDED = """\
+name: guarded
+paradigm: goal
+initial: work
+timeout: 60
+backoff: 2
+stall_threshold: 2
+on_stall: gave_up
+states:
+  work:
+    action: "make test"
+    evaluate: {type: exit_code}
+    max_visits: 3
+    on_max_visits: gave_up
+    on_success: done
+    on_failure: work
+  done: {terminal: true}
+  gave_up: {terminal: true}
+"""
+
+FAN = """\
+name: fan
+initial: go
+states:
+  go:
+    parallel:
+      items: "first item\\nsecond item\\nthird item\\nfourth item\\nfifth item"
+      loop: child
+      max_workers: 2
+    on_success: done
+    on_partial: done
+    on_failure: done
+  done: {terminal: true}
+"""
+
+RELEASE = """\
+name: release
+description: Cut a release.
+category: ops
+labels: [release, weekly]
+max_steps: 20
+max_iterations: 3
+parameters:
+  version: {type: string, required: true, description: the version to cut}
+  dry: {type: boolean, default: false}
+  kind: {type: enum, values: [major, minor]}
+input_key: version
+required_inputs: [version]
+commands:
+  - {cmd: "ll-loop run release 1.2", comment: "cut 1.2"}
+  - {cmd: "ll-loop run release 2.0"}
+initial: build
+states:
+  build:
+    action: "echo ${context.version}"
+    on_yes: done
+    on_no: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_show_names_paradigm_limits_guards_evaluator_and_max_visits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_loop(tmp_path, "guarded", GUARDED)
+
+    assert cli_in_process(capsys, "show", "guarded") == (
+        0,
+        "Loop: guarded\n"
+        "Paradigm: goal\n"
+        "Initial state: work\n"
+        "Limits: max_iterations 50, timeout 60s, backoff 2s, logs_keep 100\n"
+        "Guards: stall_threshold 2, on_stall -> gave_up, max_visits work=3\n"
+        "Handoff: pause (at most 5 continuations)\n"
+        "\n"
+        "States:\n"
+        "  work\n"
+        "    action:   make test\n"
+        "    evaluate: exit_code\n"
+        "    max_visits: 3\n"
+        "    success -> done\n"
+        "    failure -> work\n"
+        "    on_max_visits -> gave_up\n"
+        "  done [terminal]\n"
+        "  gave_up [terminal]\n",
+        "",
+    )
+
+
+def test_issue25_item8_show_draws_a_fanout_state_with_its_items_and_workers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_loop(tmp_path, "child", CHILD)
+    write_loop(tmp_path, "fan", FAN)
+
+    code, out, _ = cli_in_process(capsys, "show", "fan")
+    view = json.loads(cli_in_process(capsys, "show", "fan", "--json")[1])
+
+    assert code == 0
+    lines = out.splitlines()
+    states = lines[lines.index("States:") + 1 :]
+    assert states[:6] == [
+        "  go",
+        "    parallel: child per item of "
+        '"first item\\nsecond item\\nthird item\\nfourth item\\nfifth ite...',  # 60 wide
+        "      max_workers 2, isolation none",
+        "    success -> done",
+        "    failure -> done",
+        "    partial -> done",
+    ]
+    assert view["states"][0]["parallel"]["loop"] == "child"
+
+
+def test_section_2_5_show_of_a_head_loop_lists_parameters_and_commands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_loop(tmp_path, "release", RELEASE)
+
+    code, out, _ = cli_in_process(capsys, "show", "release")
+
+    assert code == 0
+    assert out.splitlines()[:15] == [
+        "Loop: release",
+        "Description: Cut a release.",
+        "Category: ops",
+        "Labels: release, weekly",
+        "Visibility: public",
+        "Caps: max_steps 20, max_iterations (passes) 3",
+        "Input: context.version (ll-loop run <loop> INPUT); required: version",
+        "Parameters:",
+        "  version: string, required - the version to cut",
+        "  dry: boolean, default false",
+        "  kind: enum (major, minor), optional",
+        "Commands:",
+        "  ll-loop run release 1.2  # cut 1.2",
+        "  ll-loop run release 2.0",
+        "Initial state: build",
+    ]
+    assert "Limits: max_steps 20, no timeout, logs_keep 100\n" in out
