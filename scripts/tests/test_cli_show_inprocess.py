@@ -176,6 +176,10 @@ def test_python_dash_m_little_loops_cli_runs_ll_loop(
     """`python -m little_loops.cli <command>` is `ll-loop <command>`: it exits with the
     command's exit code."""
     monkeypatch.setattr(sys, "argv", ["little_loops.cli", "report", "nothing"])
+    # Once the Temporal client is loaded (by an earlier test in this process), the real
+    # process ends with os._exit past it (`app._exit_past_temporal_client`): not here.
+    for loaded in ("little_loops.fsm.temporal.marker_check", "little_loops.cli.temporal_engine"):
+        monkeypatch.delitem(sys.modules, loaded, raising=False)
 
     with pytest.raises(SystemExit) as exited:
         runpy.run_module("little_loops.cli", run_name="__main__")
