@@ -165,3 +165,32 @@ def test_a_run_whose_state_file_lacks_its_start_and_status_shows_question_marks(
         "$0.0000, 0 tokens"
     )
     assert "simple totals: 1 run, 0 completed, $0.0000, 0 tokens; no completed run" in out
+
+
+def test_a_real_run_without_its_state_file_keeps_the_status_it_was_saved_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/report.md: a run without a state file is read from the ends of its events.
+    Its `loop_complete` says how it ended (`terminal`, `max_iterations`); the report said
+    that word as the status, so a completed run was no `completed` one (0 completed, no
+    cost per completed run). Now it is the status such a run is saved with."""
+    write_loop(tmp_path, "simple", SIMPLE_LOOP)
+    write_loop(
+        tmp_path, "retrying", RETRYING_LOOP.replace("max_iterations: 6", "max_iterations: 1")
+    )
+    assert main_loop(["simple", "-q"]) == 0
+    assert main_loop(["retrying", "-q"]) == 4  # max_iterations reached
+    for name in ("simple", "retrying"):
+        (tmp_path / ".loops" / ".running" / f"{name}.state.json").unlink()
+    capsys.readouterr()
+
+    code, out, _ = _run("report", "--json", capsys=capsys)
+
+    document = json.loads(out)
+    assert code == 0
+    assert [(run["loop"], run["status"]) for run in document["runs"]] == [
+        ("retrying", "interrupted"),
+        ("simple", "completed"),
+    ]
+    assert document["loops"]["simple"]["completed"] == 1
+    assert document["loops"]["simple"]["cost_per_completed_run"] == 0.0
