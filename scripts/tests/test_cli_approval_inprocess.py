@@ -286,3 +286,35 @@ def test_another_word_asks_again_and_end_of_input_stops_reading(
     terminal[1].close()
     assert approvals.take(REQUEST) is None  # end of input: answers come from approve/reject
     assert approvals.take(REQUEST) is None  # and it is not read again
+
+
+def test_an_edit_without_on_edit_approves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/approvals.md §1: `on_edit` — without it an edit approves (`on_yes`)."""
+    _waiting_run(tmp_path)
+    write_loop(tmp_path, "gate", GATE_LOOP.replace("    on_edit: revise\n", ""))
+
+    assert cli_in_process(capsys, "approve", "gate", "--edit", "ship 7b")[0] == 0
+    assert main_loop(["resume", "gate", "-q"]) == 0
+    assert (tmp_path / "outcome.txt").read_text() == "shipped\n"
+
+
+@pytest.mark.parametrize(
+    ("on_timeout", "outcome"),
+    [("", "reworked:\n"), ("    on_timeout: ship\n", "shipped\n")],
+)
+def test_a_resume_after_the_deadline_routes_the_timeout_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], on_timeout: str, outcome: str
+) -> None:
+    """docs/approvals.md §4: the timeout counts from when the question was first asked;
+    without `on_timeout` a timeout routes `on_no`."""
+    _waiting_run(tmp_path, until=time.time() - 60)
+    write_loop(tmp_path, "gate", GATE_LOOP.replace("    on_edit: revise\n", on_timeout))
+
+    assert main_loop(["resume", "gate", "-q"]) == 0
+    assert (tmp_path / "outcome.txt").read_text() == outcome
+    events = (tmp_path / ".loops" / ".running" / "gate.events.jsonl").read_text()
+    answered = [json.loads(line) for line in events.splitlines() if "approval_answered" in line]
+    assert [(event["answer"], event["state"]) for event in answered] == [("timeout", "review")]
+    assert '"approval_needed"' not in events  # not asked twice
