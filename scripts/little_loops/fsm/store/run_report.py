@@ -40,6 +40,7 @@ from little_loops.fsm.engine.events import (
     STATE_ENTER,
 )
 from little_loops.fsm.store.run_history import HISTORY_DIR, folder_order, history_dir
+from little_loops.fsm.store.run_record import FINAL_STATUSES, final_status
 from little_loops.fsm.store.state_files import RUNNING_DIR, read_last_events
 
 __all__ = [
@@ -256,10 +257,18 @@ def _state_from_tail(events: Path) -> dict[str, Any]:
     state: dict[str, Any] = {"started_at": first.get("ts") if first else None}
     if last and last[0].get("event") == LOOP_COMPLETE:
         done = last[0]
-        state["status"] = done.get("terminated_by")
+        state["status"] = _saved_status(done.get("terminated_by"))
         state["spending"] = done.get("spending")
         state["elapsed_ms"] = _elapsed(first, done)
     return state
+
+
+def _saved_status(terminated_by: Any) -> Any:
+    """The status a run that ended by `terminated_by` is saved with (`terminal` ->
+    `completed`), as its state file would say; another word is kept as written."""
+    if isinstance(terminated_by, str) and terminated_by in FINAL_STATUSES:
+        return final_status(terminated_by, handoff_terminates=False)
+    return terminated_by
 
 
 def _first_event(events: Path) -> dict[str, Any] | None:
