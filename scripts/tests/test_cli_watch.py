@@ -287,6 +287,7 @@ states:
 """
 
 
+@pytest.mark.slow  # over 2 s: not in the development loop
 def test_watch_in_process_follows_a_background_run_to_its_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

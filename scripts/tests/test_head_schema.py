@@ -314,6 +314,7 @@ def test_section_9e_schema_accepts_exactly_what_validate_accepts_for_head_files(
 
 @settings(max_examples=300)
 @given(mutated_head_loops())
+@pytest.mark.slow  # over 2 s: not in the development loop
 def test_section_1_1_the_schema_condition_is_the_loader_dialect(data: dict[str, Any]) -> None:
     condition = Draft7Validator({"definitions": SCHEMA["definitions"], **head_file_condition()})
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fixtures import scripted_claude
 from fixtures.cli_support import cli_env, run_cli, write_loop
 
@@ -115,6 +116,7 @@ def test_a_handoff_in_an_item_pauses_the_run_and_the_resume_goes_on_inside_it(
     assert _state(tmp_path)["current_state"] == "done"
 
 
+@pytest.mark.slow  # over 2 s: not in the development loop
 def test_a_usage_limit_in_an_item_pauses_the_run_and_the_resume_continues_its_session(
     tmp_path: Path,
 ) -> None:

@@ -1174,6 +1174,7 @@ FILE_TEXTS = (
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=FILE_TEXTS)
+@pytest.mark.slow  # over 2 s: not in the development loop
 def test_loading_any_text_fails_only_with_loop_errors(tmp_path: Path, text: str) -> None:
     path = tmp_path / "random.yaml"
     path.write_text(text, encoding="utf-8")
