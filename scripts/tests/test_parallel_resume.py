@@ -89,6 +89,18 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def _start(project: Path, loop: str) -> subprocess.Popen[str]:
+    """`ll-loop run <loop> -q` in `project`, left running."""
+    return subprocess.Popen(
+        [str(LL_LOOP), "run", loop, "-q"],
+        cwd=project,
+        env=cli_env(project),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def _marks(root: Path) -> list[str]:
     path = root / "marks"
     return path.read_text().splitlines() if path.exists() else []
@@ -137,14 +149,7 @@ def _stop(root: Path, process: subprocess.Popen[str], how: str) -> list[int]:
 def test_issue25_item6_resume_goes_on_inside_each_unfinished_item(project: Path, how: str) -> None:
     """Done-when: stopped mid-fan-out, then `resume`: `a` (finished) never runs again,
     `b` and `c` run their cut-off `two` again and their last step once."""
-    process = subprocess.Popen(
-        [str(LL_LOOP), "run", "fan", "-q"],
-        cwd=project,
-        env=cli_env(project),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = _start(project, "fan")
     started = time.monotonic()
     groups = _stop(project, process, how)
     if how != "kill -9":  # Ctrl-C and stop end every branch's process group promptly
@@ -172,14 +177,7 @@ def test_issue25_item6_resume_goes_on_inside_each_unfinished_item(project: Path,
 
 def test_issue25_status_lists_the_branches(project: Path) -> None:
     """`status` of a run mid-fan-out lists each branch with its state."""
-    process = subprocess.Popen(
-        [str(LL_LOOP), "run", "fan", "-q"],
-        cwd=project,
-        env=cli_env(project),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = _start(project, "fan")
     try:
         _wait_mid_fanout(project)
         shown = run_cli(project, "status", "fan")
@@ -230,14 +228,7 @@ def test_a_fanout_inside_a_sub_loop_keeps_each_items_place_while_it_runs(project
     the items go on: after kill -9 mid-fan-out, `resume` never runs the finished `a`
     again and runs `b`, `c` from their cut-off `two` (was: the whole fan-out again)."""
     (project / ".loops" / "outer.yaml").write_text(OUTER)
-    process = subprocess.Popen(
-        [str(LL_LOOP), "run", "outer", "-q"],
-        cwd=project,
-        env=cli_env(project),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = _start(project, "outer")
     deadline = time.monotonic() + 30
     while not (
         {"three-a", "two-b", "two-c"} <= set(_marks(project))
